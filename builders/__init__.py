@@ -1,0 +1,14 @@
+"""Dataset builders: each task declares one TaskSpec; TASKS is the registry."""
+
+from equita.builders.itap_at import SPEC as ITAP_AT
+
+TASKS = {spec.id: spec for spec in (ITAP_AT,)}
+
+
+def get_task(name: str):
+    """A task by id (`itap_at`) or command-line name (`itap-at`)."""
+    for spec in TASKS.values():
+        if name in (spec.id, spec.cli_name):
+            return spec
+    valid = ", ".join(spec.cli_name for spec in TASKS.values())
+    raise KeyError(f"unknown task {name!r}; valid tasks: {valid}")

@@ -1,0 +1,1 @@
+"""The `equita` command line and, later, the model runner."""
