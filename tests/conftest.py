@@ -1,0 +1,81 @@
+"""Shared fixtures: the P-AT source (the real mirror when present, else one synthesised from the
+project's tables) and one ItaP-AT build reused by the read-only tests."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from equita.builders import itap_at
+
+REPO = Path(__file__).resolve().parents[1]
+UPSTREAM = REPO.parent / "shared" / "upstream"
+PAT_MIRROR = itap_at.PAT_SOURCE.mirror_path(UPSTREAM)
+
+
+def synthesize_pat(tables: itap_at.Tables, seed: int = 0) -> dict:
+    """A P-AT.json-shaped dict with the structure the tables describe.
+
+    Used where the real P-AT is not mirrored: same groups, rows = inputs x instructions, inputs
+    embedded in the instruction (and NaN as input) where P-AT's instruction has X, indices
+    shuffled like P-AT's.
+    """
+    rng = random.Random(seed)
+    data: dict = {}
+    start = 0
+    for name, sub in tables.subdatasets.items():
+        rows = []
+        words = [w for w in tables.inputs.values() if name in w.subdatasets]
+        for instruction in tables.instructions[sub["family"]]:
+            for word in words:
+                if instruction.embeds_input:
+                    possessive = "her" if word.gender == "f" else "his"
+                    text = re.sub(r"\bX\b", word.pat_input, instruction.pat).replace("POSSESSIVE", possessive)
+                    value = float("nan")
+                else:
+                    text, value = instruction.pat, word.pat_input
+                rows.append({"instruction": text, "input": value, "category": word.category, "base_instruction": instruction.pat})
+        rng.shuffle(rows)
+        for offset, row in enumerate(rows):
+            row["index"] = start + offset
+        start += len(rows)
+        group, weat = sub["pat"]
+        data.setdefault(group, {})[weat] = rows
+    return data
+
+
+@pytest.fixture(scope="session")
+def tables() -> itap_at.Tables:
+    return itap_at.load_tables()
+
+
+@pytest.fixture(scope="session")
+def synthetic_pat_path(tmp_path_factory, tables) -> Path:
+    path = tmp_path_factory.mktemp("pat") / "P-AT.json"
+    path.write_text(json.dumps(synthesize_pat(tables)))
+    return path
+
+
+@pytest.fixture(scope="session")
+def pat_path(synthetic_pat_path) -> Path:
+    """The real P-AT when ../shared/upstream mirrors it (CI does), else the synthesised one."""
+    return PAT_MIRROR if PAT_MIRROR.is_file() else synthetic_pat_path
+
+
+@pytest.fixture(scope="session")
+def pat(pat_path) -> dict:
+    return itap_at.load_pat(pat_path)
+
+
+@pytest.fixture(scope="session")
+def itap_dir(tmp_path_factory, pat_path) -> Path:
+    out = tmp_path_factory.mktemp("build") / "itap_at"
+    if PAT_MIRROR.is_file():
+        itap_at.build(out, source_dir=UPSTREAM)  # the real path: mirror lookup + checksum
+    else:
+        itap_at.build(out, pat_path=pat_path)
+    return out
