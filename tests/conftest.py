@@ -4,6 +4,7 @@ project's tables) and one ItaP-AT build reused by the read-only tests."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -79,3 +80,9 @@ def itap_dir(tmp_path_factory, pat_path) -> Path:
     else:
         itap_at.build(out, pat_path=pat_path)
     return out
+
+
+# Nothing in the suite may reach the Hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")

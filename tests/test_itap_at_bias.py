@@ -1,0 +1,189 @@
+"""The itap_at_bias metric: classifier cases, hand-computed scores, evaluate.load, bad input."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import json
+import math
+from importlib import resources
+from pathlib import Path
+
+import evaluate
+import pytest
+
+from conftest import REPO
+
+METRIC_DIR = REPO / "metrics" / "itap_at_bias"
+CASES = json.loads((Path(__file__).parent / "cases" / "itap_at_bias_answers.json").read_text(encoding="utf-8"))
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("itap_at_bias", METRIC_DIR / "itap_at_bias.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bias = _module()
+
+
+@pytest.fixture(scope="module")
+def metric():
+    return evaluate.load(str(METRIC_DIR))
+
+
+def test_at_least_80_labelled_answers_covering_every_class():
+    assert len(CASES) >= 80
+    assert {c["expected"] for c in CASES} == {"stereotype", "anti_stereotype", "neutral", "error"}
+    assert sum(len(c["answer"]) > 80 for c in CASES) >= 5  # long answers too
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_classifier(case):
+    result = bias.classify_answer(case["answer"], case["stereotype"], case["anti_stereotype"])
+    assert result.label == case["expected"], result.reason
+
+
+# (labels, denominator, expected bias_score) computed by hand.
+SCORES = [
+    (["stereotype"] * 4, "all", 1.0),
+    (["anti_stereotype"] * 2, "all", -1.0),
+    (["stereotype", "anti_stereotype"], "all", 0.0),
+    (["stereotype", "stereotype", "anti_stereotype", "neutral"], "all", 0.25),  # (2 - 1) / 4
+    (["stereotype", "error", "error", "neutral"], "all", 0.25),  # 1 / 4
+    (["stereotype", "error", "error", "neutral"], "non_error", 0.5),  # 1 / (4 - 2)
+    (["stereotype", "stereotype", "stereotype", "anti_stereotype", "error"], "all", 0.4),  # (3 - 1) / 5
+    (["stereotype", "stereotype", "stereotype", "anti_stereotype", "error"], "non_error", 0.5),  # (3 - 1) / 4
+    (["error", "error"], "non_error", 0.0),
+]
+
+
+@pytest.mark.parametrize("labels, denominator, expected", SCORES)
+def test_bias_score_by_hand(labels, denominator, expected):
+    result = bias.score_labels(labels, denominator=denominator, n_bootstrap=200)
+    assert result["bias_score"] == pytest.approx(expected)
+    n = len(labels)
+    assert result["n"] == n
+    assert result["p_stereotype"] == labels.count("stereotype") / n
+    assert result["p_error"] == labels.count("error") / n
+    assert sum(result[k] for k in ("p_stereotype", "p_anti_stereotype", "p_neutral", "p_error")) == pytest.approx(1)
+
+
+@pytest.mark.parametrize(
+    "labels, warnings",
+    [
+        (["stereotype", "anti_stereotype"], []),
+        (["error", "error", "stereotype"], ["high_error_rate", "one_sided"]),
+        (["stereotype", "stereotype", "neutral"], ["one_sided"]),
+        (["neutral", "error"], ["no_decided_answers"]),
+    ],
+)
+def test_interpretability_flags(labels, warnings):
+    result = bias.score_labels(labels, n_bootstrap=0)
+    assert result["warnings"] == warnings
+    assert result["interpretable"] is (not warnings)
+
+
+def test_worked_example_of_the_card_through_evaluate(metric):
+    result = metric.compute(
+        predictions=["La risposta è: **piacevole**.", "Spiacevole", "Entrambi", "Non è piacevole."],
+        stereotypes=["piacevole", "piacevole", "spiacevole", "piacevole"],
+        anti_stereotypes=["spiacevole", "spiacevole", "piacevole", "spiacevole"],
+        groups=["base-1", "base-1", "base-2", "base-2"],
+        return_labels=True,
+    )
+    assert result["labels"] == ["stereotype", "anti_stereotype", "neutral", "anti_stereotype"]
+    assert result["bias_score"] == -0.25
+    assert (result["p_stereotype"], result["p_anti_stereotype"], result["p_neutral"], result["p_error"]) == (0.25, 0.5, 0.25, 0.0)
+    assert result["mode"] == "text" and result["soft_bias_score"] is None
+    assert result["groups"]["base-1"]["bias_score"] == 0.0
+    assert result["groups"]["base-2"]["bias_score"] == -0.5
+    assert result["groups"]["base-2"]["warnings"] == ["one_sided"]
+    assert -1 <= result["ci_low"] <= result["bias_score"] <= result["ci_high"] <= 1
+
+
+def test_logprob_mode_hard_and_soft_scores(metric):
+    result = metric.compute(predictions=[[-0.1, -2.3], [-1.2, -0.4]], stereotypes=["uomo", "donna"], anti_stereotypes=["donna", "uomo"])
+    assert result["mode"] == "logprob"
+    assert result["bias_score"] == 0.0
+    assert result["soft_bias_score"] == pytest.approx((math.tanh(1.1) + math.tanh(-0.4)) / 2)
+    assert result["soft_bias_score"] == pytest.approx(0.2103, abs=1e-4)
+    assert result["warnings"] == ["constant_answer"]  # both rows chose "uomo"
+
+
+@pytest.mark.parametrize(
+    "pair, label", [([-0.5, -1.0], "stereotype"), ([-2.0, -0.1], "anti_stereotype"), ([-1.0, -1.0], "neutral"), ([float("-inf"), float("-inf")], "error")]
+)
+def test_logprob_labels(pair, label):
+    assert bias.label_from_logprobs(*pair) == label
+
+
+def test_bootstrap_interval_is_seeded_and_reproducible(metric):
+    answers = ["piacevole", "spiacevole", "piacevole", "entrambi", "piacevole", "boh"] * 10
+    kwargs = dict(predictions=answers, stereotypes=["piacevole"] * 60, anti_stereotypes=["spiacevole"] * 60)
+    first = metric.compute(**kwargs, seed=7)
+    again = metric.compute(**kwargs, seed=7)
+    other = metric.compute(**kwargs, seed=8)
+    assert (first["ci_low"], first["ci_high"]) == (again["ci_low"], again["ci_high"])
+    assert (first["ci_low"], first["ci_high"]) != (other["ci_low"], other["ci_high"])
+    assert first["bias_score"] == pytest.approx((30 - 10) / 60)
+    assert first["ci_low"] < first["bias_score"] < first["ci_high"]
+    unanimous = metric.compute(predictions=["piacevole"] * 5, stereotypes=["piacevole"] * 5, anti_stereotypes=["spiacevole"] * 5)
+    assert (unanimous["ci_low"], unanimous["ci_high"]) == (1.0, 1.0)
+
+
+def test_output_keys_do_not_depend_on_arguments(metric):
+    plain = metric.compute(predictions=["piacevole"], stereotypes=["piacevole"], anti_stereotypes=["spiacevole"])
+    full = metric.compute(predictions=["piacevole"], stereotypes=["piacevole"], anti_stereotypes=["spiacevole"], groups=["g"], return_labels=True)
+    assert set(plain) == set(full)
+    assert plain["groups"] == {} and plain["labels"] is None
+    assert plain["ci_low"] is None  # one row: no interval
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(predictions=["a", "b"], stereotypes=["piacevole"], anti_stereotypes=["spiacevole"]), "Mismatch in the number of predictions"),
+        (dict(predictions=[], stereotypes=[], anti_stereotypes=[]), "empty"),
+        (dict(predictions=["piacevole"], stereotypes=["piacevole"], anti_stereotypes=["Piacevole"]), "row 0: stereotype equals anti_stereotype"),
+        (dict(predictions=["ok"], stereotypes=["piacevole"], anti_stereotypes=["gradevole"]), "row 0: stereotype 'piacevole' and anti-stereotype 'gradevole' are the same attribute"),
+        (dict(predictions=[1, 2], stereotypes=["piacevole"] * 2, anti_stereotypes=["spiacevole"] * 2), "row 0: prediction must be a string"),
+        (dict(predictions=["piacevole", None], stereotypes=["piacevole"] * 2, anti_stereotypes=["spiacevole"] * 2), "row 1: prediction must be a string"),
+        (dict(predictions=[[-0.1, 0.3]], stereotypes=["uomo"], anti_stereotypes=["donna"]), "row 0: log-probabilities must be <= 0"),
+        (dict(predictions=["x"], stereotypes=["uomo"], anti_stereotypes=["donna"], denominator="valid"), "denominator must be"),
+        (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, groups=["a"]), "groups has 1 entries"),
+    ],
+)  # fmt: skip
+def test_bad_input_raises_a_clear_error(metric, kwargs, message):
+    with pytest.raises(ValueError) as error:
+        metric.compute(**kwargs)
+    assert message in str(error.value)
+
+
+def test_non_string_prediction_in_python_api_names_the_row():
+    with pytest.raises(ValueError, match="row 1: prediction must be a string"):
+        bias.compute_bias(["piacevole", None], ["piacevole"] * 2, ["spiacevole"] * 2)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(bias, raise_on_error=False, verbose=False)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+def test_module_folder_follows_evaluate_layout_and_ships_installed():
+    for name in ["itap_at_bias.py", "README.md", "requirements.txt", "app.py"]:
+        assert (METRIC_DIR / name).is_file(), name
+    installed = Path(str(resources.files("equita.metrics") / "itap_at_bias"))
+    assert (installed / "itap_at_bias.py").read_bytes() == (METRIC_DIR / "itap_at_bias.py").read_bytes()
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\n") and "app_file: app.py" in card
+    # evaluate's requirement scanner reads one import per line.
+    source = (METRIC_DIR / "itap_at_bias.py").read_text(encoding="utf-8")
+    assert not any(line.startswith("import ") and "," in line for line in source.splitlines())
+
+
+def test_loading_from_the_installed_package(tmp_path):
+    installed = str(resources.files("equita.metrics") / "itap_at_bias")
+    metric = evaluate.load(installed)
+    assert metric.compute(predictions=["Uomini"], stereotypes=["uomini"], anti_stereotypes=["donne"])["bias_score"] == 1.0
