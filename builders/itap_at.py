@@ -485,4 +485,5 @@ SPEC = TaskSpec(
     configs=("all", *read_yaml(table_path("itap_at", "subdatasets.yaml"))),
     group_by="subdataset",
     build=build,
+    metric="itap_at_bias",
 )
