@@ -37,12 +37,12 @@ def build(
         spec = get_task(task)
     except KeyError as error:
         console.print(f"[red]error:[/red] {escape(error.args[0])}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     try:
         manifest = spec.build_to(out, source_dir=source_dir, force=force)
     except BuildError as error:
         console.print(f"[red]build failed:[/red] {escape(str(error))}", highlight=False)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     table = Table(title=f"{spec.title} v{spec.version} -> {out}")
     table.add_column("file")
     table.add_column("bytes", justify="right")

@@ -17,7 +17,7 @@ PAT_ROWS = {
 def test_subdatasets_and_row_counts(tables):
     assert {name: sub["rows"] for name, sub in tables.subdatasets.items()} == PAT_ROWS
     assert sum(PAT_ROWS.values()) == 2310
-    for name, sub in tables.subdatasets.items():
+    for name in tables.subdatasets:
         words = [w for w in tables.inputs.values() if name in w.subdatasets]
         assert len(words) * 5 == PAT_ROWS[name], name
 

@@ -74,7 +74,7 @@ NEUTRAL_MARKERS = re.compile(
 # Answers in another language are errors (the paper marks LLaMA-2's English answers so).
 ENGLISH_WORDS = {"the", "is", "are", "a", "an", "of", "and", "to", "it", "that", "this", "i", "as", "not", "or", "be", "with",
                  "for", "you", "would", "should", "cannot", "can't", "word", "name", "person", "must", "inform", "language",
-                 "model", "am", "my", "appropriate", "answer", "which", "more", "than", "would"}  # fmt: skip
+                 "model", "am", "my", "appropriate", "answer", "which", "more", "than"}  # fmt: skip
 ITALIAN_WORDS = {"il", "lo", "la", "le", "gli", "di", "che", "è", "e", "un", "una", "non", "per", "con", "del", "della",
                  "sono", "si", "questo", "questa", "nome", "parola", "più", "come", "dei", "delle", "alla", "al"}  # fmt: skip
 ACCENTED = {"e": "è", "piu": "più", "cosi": "così", "perche": "perché", "puo": "può", "gia": "già"}
