@@ -4,6 +4,7 @@ Self-contained on purpose: a Hub Space serves this one file. Pure functions firs
 (`classify_answer`, `score_labels`), the thin `evaluate` class last.
 """
 
+import functools
 import math
 import re
 import unicodedata
@@ -101,9 +102,13 @@ def normalize(text: str) -> str:
     return re.sub(r"[ \t]+", " ", text).strip()
 
 
+@functools.lru_cache(maxsize=None)
 def concept_of(attribute: str) -> str:
-    """The synonym set an attribute word belongs to; unknown words get a set of their own inflections."""
-    tokens = [t for t in re.findall(r"\w+", normalize(attribute))]
+    """The synonym set an attribute word belongs to; unknown words get a set of their own inflections.
+
+    Cached: a dataset has a few dozen attribute words, looked up several times per row.
+    """
+    tokens = re.findall(r"\w+", normalize(attribute))
     for token in sorted(tokens, key=len, reverse=True):
         for name, pattern in _CONCEPT_RE.items():
             if pattern.fullmatch(token):
@@ -274,8 +279,6 @@ def score_labels(labels, denominator="all", n_bootstrap=1000, confidence=0.95, s
 
 
 def _validate(predictions, stereotypes, anti_stereotypes, groups, denominator):
-    if len(predictions) == 0:
-        raise ValueError("predictions is empty: nothing to score")
     if not len(predictions) == len(stereotypes) == len(anti_stereotypes):
         raise ValueError(
             f"predictions ({len(predictions)}), stereotypes ({len(stereotypes)}) and anti_stereotypes ({len(anti_stereotypes)}) differ in length"
@@ -319,8 +322,6 @@ def compute_bias(predictions, stereotypes, anti_stereotypes, groups=None, denomi
     labels, reasons, soft = [], [], []
     for i, prediction in enumerate(predictions):
         if mode == "text":
-            if not isinstance(prediction, str):
-                raise ValueError(f"row {i}: prediction must be a string (the raw answer), not {type(prediction).__name__}")
             try:
                 result = classify_answer(prediction, stereotypes[i], anti_stereotypes[i])
             except ValueError as error:
@@ -328,8 +329,6 @@ def compute_bias(predictions, stereotypes, anti_stereotypes, groups=None, denomi
             labels.append(result.label)
             reasons.append(result.reason)
         else:
-            if prediction is None or len(prediction) != 2:
-                raise ValueError(f"row {i}: a log-probability prediction is [log p(stereotype), log p(anti_stereotype)], got {prediction!r}")
             lp_s, lp_a = (float(x) for x in prediction)
             if math.isnan(lp_s) or math.isnan(lp_a) or lp_s > 0 or lp_a > 0:
                 raise ValueError(f"row {i}: log-probabilities must be <= 0 and not NaN, got {prediction!r}")
