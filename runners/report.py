@@ -1,0 +1,229 @@
+"""Human reports from results.json: report.md with tables, and PNG plots.
+
+One results folder gives that model's report (headline and per-group tables, a bias plot with
+intervals and the stacked answer classes per task); several give a side-by-side comparison in
+one table and one figure. What a task's section shows depends on its metric: each metric
+registers a table and its plots in SECTIONS.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from tabulate import tabulate  # noqa: E402
+
+from equita.builders import TASKS  # noqa: E402
+
+
+# Version of results.json; bump on any change of its layout and say so in the README.
+RESULTS_SCHEMA = "equita.results/1"
+
+ANSWER_CLASSES = (
+    ("p_stereotype", "stereotype", "#c0392b"),
+    ("p_anti_stereotype", "anti-stereotype", "#2471a3"),
+    ("p_neutral", "neutral", "#95a5a6"),
+    ("p_error", "error", "#f5b041"),
+)
+
+
+class ReportError(Exception):
+    pass
+
+
+def load_results(folder: Path) -> dict:
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        raise ReportError(f"{folder}: no results.json (is it the --out folder of `equita run`?)")
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ReportError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
+        schema = results.get("schema") if isinstance(results, dict) else None
+        raise ReportError(f"{path}: schema {schema!r}, this equita reads {RESULTS_SCHEMA!r}")
+    return results
+
+
+def _interval(result: dict) -> str:
+    if result.get("ci_low") is None:
+        return f"{result['bias_score']:+.3f}"
+    return f"{result['bias_score']:+.3f} [{result['ci_low']:+.3f}, {result['ci_high']:+.3f}]"
+
+
+def _rows(result: dict) -> list[tuple[str, dict]]:
+    """("all", overall) then each group, in the dataset's config order (base-2 before base-10)."""
+    groups = result.get("groups", {})
+    order = {name: i for spec in TASKS.values() for i, name in enumerate(spec.configs)}
+    return [("all", result), *sorted(groups.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))]
+
+
+# -- ItaP-AT bias ---------------------------------------------------------------------------------
+
+
+def bias_table(result: dict) -> str:
+    body = [
+        [name, _interval(r), *(f"{r[key]:.3f}" for key, _, _ in ANSWER_CLASSES), r["n"], ", ".join(r["warnings"]) or "-"]
+        for name, r in _rows(result)
+    ]
+    headers = ["group", "bias score [95% CI]", "p(stereotype)", "p(anti)", "p(neutral)", "p(error)", "n", "warnings"]
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def bias_plot(result: dict, title: str, path: Path) -> None:
+    names = [name for name, _ in _rows(result)]
+    scores = np.array([r["bias_score"] for _, r in _rows(result)])
+    low = np.array([r["ci_low"] if r["ci_low"] is not None else r["bias_score"] for _, r in _rows(result)])
+    high = np.array([r["ci_high"] if r["ci_high"] is not None else r["bias_score"] for _, r in _rows(result)])
+    figure, axes = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
+    y = np.arange(len(names))[::-1]
+    colours = ["#c0392b" if s > 0 else "#2471a3" for s in scores]
+    axes.barh(y, scores, color=colours, alpha=0.8)
+    axes.errorbar(scores, y, xerr=[scores - low, high - scores], fmt="none", ecolor="black", capsize=3, linewidth=1)
+    axes.axvline(0, color="black", linewidth=0.8)
+    axes.set_yticks(y, names)
+    axes.set_xlim(-1, 1)
+    axes.set_xlabel("bias score (+1 stereotype, -1 anti-stereotype), 95% bootstrap interval")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def answers_plot(result: dict, title: str, path: Path) -> None:
+    names = [name for name, _ in _rows(result)]
+    figure, axes = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
+    y = np.arange(len(names))[::-1]
+    left = np.zeros(len(names))
+    for key, label, colour in ANSWER_CLASSES:
+        values = np.array([r[key] for _, r in _rows(result)])
+        axes.barh(y, values, left=left, color=colour, label=label)
+        left += values
+    axes.set_yticks(y, names)
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("share of answers")
+    axes.set_title(title)
+    axes.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.06), fontsize="small", frameon=False)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+# metric -> (table of one model's result, plots of one model's result as (file suffix, function))
+SECTIONS = {
+    "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot))),
+}
+
+
+def _generic_table(result: dict) -> str:
+    scalars = [[k, v] for k, v in result.items() if isinstance(v, (int, float, str, bool)) or v is None]
+    return tabulate(scalars, headers=["value", ""], tablefmt="github")
+
+
+# -- reports ----------------------------------------------------------------------------------------
+
+
+def _model_label(results: dict) -> str:
+    model = results["model"]
+    return f"{model['id']}@{str(model['revision'])[:8]}"
+
+
+def single_report(results: dict, out: Path) -> str:
+    plots = out / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    model = results["model"]
+    lines = [
+        f"# equita report: {model['id']}",
+        "",
+        f"Model `{model['id']}` ({model['source']}, revision `{model['revision']}`), {model['dtype']} on {model['device']}, "
+        f"{'chat template' if model['chat_template'] else 'plain-text prompts (no chat template)'}; "
+        f"equita {results['equita']['version']}; run {results['created']}.",
+        "",
+    ]
+    if results["settings"].get("limit") is not None:
+        lines += [f"**Quick look: `--limit {results['settings']['limit']}` rows per task; not comparable with full runs.**", ""]
+    for name, task in results["tasks"].items():
+        dataset, metric = task["dataset"], task["metric"]
+        table, figures = SECTIONS.get(metric["name"], (_generic_table, ()))
+        lines += [
+            f"## {name}",
+            "",
+            task["description"] + ".",
+            "",
+            f"Dataset `{dataset['repo']}` config `{dataset['config']}` v{dataset['version']} (`{dataset['revision']}`), "
+            f"{task['n']} rows; metric `{metric['name']}`; {task['timings']['computed']} requests computed, "
+            f"{task['timings']['cached']} from the cache.",
+            "",
+            table(task["results"]),
+            "",
+        ]
+        for suffix, plot in figures:
+            file = plots / f"{name}-{suffix}.png"
+            plot(task["results"], f"{name}: {model['id']}", file)
+            lines += [f"![{name} {suffix}](plots/{file.name})", ""]
+    return "\n".join(lines)
+
+
+def comparison_report(all_results: list[dict], out: Path) -> str:
+    labels = [_model_label(r) for r in all_results]
+    tasks = list(dict.fromkeys(name for r in all_results for name in r["tasks"]))
+    lines = ["# equita comparison", "", "Bias score [95% CI] per task and group; a blank cell: the model has no result there.", ""]
+    body = []
+    for name in tasks:
+        groups = list(dict.fromkeys(g for r in all_results if name in r["tasks"] for g, _ in _rows(r["tasks"][name]["results"])))
+        for group in groups:
+            cells = []
+            for r in all_results:
+                result = dict(_rows(r["tasks"][name]["results"])).get(group) if name in r["tasks"] else None
+                cells.append(_interval(result) if result and "bias_score" in result else "")
+            body.append([name, group, *cells])
+    lines += [tabulate(body, headers=["task", "group", *labels], tablefmt="github", disable_numparse=True), ""]
+    limited = [label for label, r in zip(labels, all_results) if r["settings"].get("limit") is not None]
+    if limited:
+        lines += [f"Runs with `--limit` (not comparable with full runs): {', '.join(limited)}.", ""]
+    comparison_plot(all_results, labels, tasks, out / "comparison.png")
+    lines += ["![comparison](comparison.png)", ""]
+    return "\n".join(lines)
+
+
+def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str], path: Path) -> None:
+    figure, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 6), squeeze=False, sharey=False)
+    width = 0.8 / len(all_results)
+    for axis, name in zip(axes[0], tasks):
+        groups = list(dict.fromkeys(g for r in all_results if name in r["tasks"] for g, _ in _rows(r["tasks"][name]["results"])))
+        y = np.arange(len(groups))[::-1]
+        for number, (label, r) in enumerate(zip(labels, all_results)):
+            by_group = dict(_rows(r["tasks"][name]["results"])) if name in r["tasks"] else {}
+            scores = np.array([by_group[g]["bias_score"] if g in by_group else np.nan for g in groups])
+            low = np.array([by_group[g].get("ci_low") if g in by_group and by_group[g].get("ci_low") is not None else s for g, s in zip(groups, scores)])
+            high = np.array([by_group[g].get("ci_high") if g in by_group and by_group[g].get("ci_high") is not None else s for g, s in zip(groups, scores)])
+            offset = y + (len(all_results) / 2 - number - 0.5) * width
+            axis.barh(offset, scores, height=width, label=label)
+            axis.errorbar(scores, offset, xerr=[scores - low, high - scores], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_yticks(y, groups)
+        axis.set_xlim(-1, 1)
+        axis.set_title(name)
+        axis.set_xlabel("bias score")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="lower center", ncols=min(4, len(labels)), frameon=False)
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_report(all_results: list[dict], out: Path) -> Path:
+    """report.md (one model) or comparison.md (several) in `out`, with their PNGs; returns the .md path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if len(all_results) == 1:
+        path, text = out / "report.md", single_report(all_results[0], out)
+    else:
+        path, text = out / "comparison.md", comparison_report(all_results, out)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,151 @@
+"""The evaluation tasks `equita run` knows: each is declared once, here.
+
+An `EvalTask` says which built dataset (and config) it reads, how a row becomes a request,
+which metric module scores the answers and with which inputs, and how the metric's per-row
+output reads in samples.jsonl. Adding a benchmark is one more declaration in `EVAL_TASKS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from equita.builders import itap_at
+from equita.builders.spec import TaskSpec
+from equita.runners.requests import Generate, Loglikelihood, Request
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    name: str  # what users pass to --tasks
+    description: str
+    dataset: TaskSpec  # the built dataset it reads
+    config: str
+    request: Callable[[dict], Request]  # one dataset row -> one request
+    metric: str  # metrics/<metric>/, loaded with evaluate.load
+    metric_inputs: Callable[[list[dict], list[dict]], dict]  # (rows, responses) -> compute() keyword arguments
+    per_row: Callable[[dict], list[dict]]  # metric output -> one dict per row (label, score, ...) for samples.jsonl
+    per_row_keys: tuple[str, ...] = ()  # keys of the metric output that are per-row lists, kept out of results.json
+    split: str = "test"
+    metric_options: dict = field(default_factory=dict)  # fixed compute() options, recorded in results.json
+
+
+# -- ItaP-AT -------------------------------------------------------------------------------------
+
+# The prompt asks for one word; 32 tokens leave room for a short sentence around it, which the
+# metric's classifier reads (answers that ramble past it are cut, as any fixed budget would).
+ITAP_AT_MAX_NEW_TOKENS = 32
+ITAP_AT_SIGN = {"stereotype": 1, "anti_stereotype": -1, "neutral": 0, "error": 0}
+
+
+def _itap_generate(prompt_column: str) -> Callable[[dict], Request]:
+    def request(row: dict) -> Request:
+        return Generate(user=row[prompt_column], system=row["system_prompt"], max_new_tokens=ITAP_AT_MAX_NEW_TOKENS)
+
+    return request
+
+
+def _itap_text_inputs(stereotype_column: str, anti_column: str):
+    def inputs(rows: list[dict], responses: list[dict]) -> dict:
+        return {
+            "predictions": [response["text"] for response in responses],
+            "stereotypes": [row[stereotype_column] for row in rows],
+            "anti_stereotypes": [row[anti_column] for row in rows],
+            "groups": [row["subdataset"] for row in rows],
+        }
+
+    return inputs
+
+
+def _casings(word: str) -> tuple[str, ...]:
+    """The forms a one-word answer takes: as written and with a capital (most models capitalise)."""
+    capital = word[:1].upper() + word[1:]
+    return (word,) if capital == word else (word, capital)
+
+
+def _itap_logprob_request(row: dict) -> Request:
+    stereotype, anti = _casings(row["stereotype"]), _casings(row["anti_stereotype"])
+    return Loglikelihood(user=row["prompt"], system=row["system_prompt"], continuations=stereotype + anti)
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    return top if math.isinf(top) else top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _itap_logprob_inputs(rows: list[dict], responses: list[dict]) -> dict:
+    # log p(attribute) = log of the summed probability of its casings (lower and capitalised).
+    predictions = []
+    for row, response in zip(rows, responses):
+        split = len(_casings(row["stereotype"]))
+        logprobs = response["logprobs"]
+        predictions.append([_logsumexp(logprobs[:split]), _logsumexp(logprobs[split:])])
+    return {
+        "predictions": predictions,
+        "stereotypes": [row["stereotype"] for row in rows],
+        "anti_stereotypes": [row["anti_stereotype"] for row in rows],
+        "groups": [row["subdataset"] for row in rows],
+    }
+
+
+def _itap_per_row(result: dict) -> list[dict]:
+    return [
+        {"label": label, "score": ITAP_AT_SIGN[label], "reason": reason}
+        for label, reason in zip(result["labels"], result["reasons"])
+    ]
+
+
+ITAP_AT_TASKS = (
+    EvalTask(
+        name="itap-at",
+        description="ItaP-AT: the model answers each prompt; the answer is classified and scored with the bias score",
+        dataset=itap_at.SPEC,
+        config="all",
+        request=_itap_generate("prompt"),
+        metric="itap_at_bias",
+        metric_inputs=_itap_text_inputs("stereotype", "anti_stereotype"),
+        per_row=_itap_per_row,
+        per_row_keys=("labels", "reasons"),
+        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    ),
+    EvalTask(
+        name="itap-at-oneshot",
+        description="ItaP-AT one-shot: each prompt carries an anti-stereotypical example; scored like itap-at",
+        dataset=itap_at.SPEC,
+        config="all",
+        request=_itap_generate("oneshot_prompt"),
+        metric="itap_at_bias",
+        metric_inputs=_itap_text_inputs("oneshot_stereotype", "oneshot_anti_stereotype"),
+        per_row=_itap_per_row,
+        per_row_keys=("labels", "reasons"),
+        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    ),
+    EvalTask(
+        name="itap-at-logprob",
+        description="ItaP-AT by log-probability: which attribute the model finds likelier as its answer (no generation)",
+        dataset=itap_at.SPEC,
+        config="all",
+        request=_itap_logprob_request,
+        metric="itap_at_bias",
+        metric_inputs=_itap_logprob_inputs,
+        per_row=_itap_per_row,
+        per_row_keys=("labels", "reasons"),
+        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    ),
+)
+
+EVAL_TASKS = {task.name: task for task in ITAP_AT_TASKS}
+
+
+def select_tasks(names: str) -> list[EvalTask]:
+    """Tasks from a comma-separated list; `all` is every task, in declaration order."""
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    if not wanted:
+        raise KeyError("no task given; valid tasks: " + ", ".join(EVAL_TASKS))
+    if "all" in wanted:
+        return list(EVAL_TASKS.values())
+    unknown = [name for name in wanted if name not in EVAL_TASKS]
+    if unknown:
+        raise KeyError(f"unknown task {', '.join(map(repr, unknown))}; valid tasks: all, {', '.join(EVAL_TASKS)}")
+    return [EVAL_TASKS[name] for name in dict.fromkeys(wanted)]
