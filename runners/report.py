@@ -84,7 +84,8 @@ def bias_plot(result: dict, title: str, path: Path) -> None:
     y = np.arange(len(names))[::-1]
     colours = ["#c0392b" if s > 0 else "#2471a3" for s in scores]
     axes.barh(y, scores, color=colours, alpha=0.8)
-    axes.errorbar(scores, y, xerr=[scores - low, high - scores], fmt="none", ecolor="black", capsize=3, linewidth=1)
+    # A percentile interval need not contain the point estimate; clip so the bar still draws.
+    axes.errorbar(scores, y, xerr=np.clip([scores - low, high - scores], 0, None), fmt="none", ecolor="black", capsize=3, linewidth=1)
     axes.axvline(0, color="black", linewidth=0.8)
     axes.set_yticks(y, names)
     axes.set_xlim(-1, 1)
@@ -204,7 +205,8 @@ def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str]
             high = np.array([by_group[g].get("ci_high") if g in by_group and by_group[g].get("ci_high") is not None else s for g, s in zip(groups, scores)])
             offset = y + (len(all_results) / 2 - number - 0.5) * width
             axis.barh(offset, scores, height=width, label=label)
-            axis.errorbar(scores, offset, xerr=[scores - low, high - scores], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+            errors = np.clip(np.nan_to_num([scores - low, high - scores]), 0, None)
+            axis.errorbar(scores, offset, xerr=errors, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_yticks(y, groups)
         axis.set_xlim(-1, 1)

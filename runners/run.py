@@ -148,14 +148,19 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
 
         metric_started = time.perf_counter()
         metric, metric_sha = load_metric(task.metric)
-        scored = metric.compute(**task.metric_inputs(rows, responses), **task.metric_options)
+        inputs = task.metric_inputs(rows, responses)
+        scored = metric.compute(**inputs, **task.metric_options)
         metric_s = time.perf_counter() - metric_started
 
-        for row, request, text, key, response, row_score in zip(rows, requests, rendered, keys, responses, task.per_row(scored), strict=True):
+        # Each sample carries what the metric was given for its row, so anyone can score it again.
+        per_row_inputs = [{name: values[i] for name, values in inputs.items()} for i in range(len(rows))]
+        for row, request, text, key, response, row_input, row_score in zip(
+            rows, requests, rendered, keys, responses, per_row_inputs, task.per_row(scored), strict=True
+        ):
             sample = {"task": task.name, "id": row["id"], "group": row[task.dataset.group_by], "prompt": text}
             if isinstance(request, Loglikelihood):
                 sample["continuations"] = list(request.continuations)
-            samples.append({**sample, "prompt_sha256": key, "response": response, **row_score})
+            samples.append({**sample, "prompt_sha256": key, "response": response, "metric_input": row_input, **row_score})
         first = requests[0]
         results["tasks"][task.name] = {
             "description": task.description,
@@ -177,6 +182,8 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
         }
     results["timings"] = {"model_load_s": round(model_load_s, 3), "total_s": round(time.perf_counter() - started, 3)}
     write_atomic(out / "samples.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
-    write_atomic(out / "results.json", json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+    text = json.dumps(results, ensure_ascii=False, indent=2) + "\n"
+    results = json.loads(text)  # what is returned is exactly what the file holds (lists, not tuples)
+    write_atomic(out / "results.json", text)
     report.write_report([results], out)
     return results

@@ -1,0 +1,266 @@
+"""`equita run` end to end on the embedded model: results, samples, report, resume, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from equita.runners import report
+from equita.runners.data import DatasetError
+from equita.runners.models import LanguageModel
+from equita.runners.run import RunOptions, load_metric, run
+
+
+LIMIT = 8
+TASKS = ("itap-at", "itap-at-oneshot", "itap-at-logprob")
+SIGN = {"stereotype": 1, "anti_stereotype": -1, "neutral": 0, "error": 0}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def options(out: Path, itap_dir: Path, **overrides) -> RunOptions:
+    settings = {"model": "smollm2", "out": out, "datasets": str(itap_dir), "limit": LIMIT, "batch_size": 4}
+    return RunOptions(**{**settings, **overrides})
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, itap_dir, smollm2):
+    out = tmp_path_factory.mktemp("run") / "smollm2"
+    logs: list[str] = []
+    results = run(options(out, itap_dir), log=logs.append)
+    return out, results, logs
+
+
+def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_dir):
+    out, results, _ = first_run
+    assert json.loads((out / "results.json").read_text()) == results
+    assert results["schema"] == "equita.results/1"
+    assert results["equita"]["version"] == "0.1.0"
+    assert results["model"]["id"] == "smollm2" and len(results["model"]["revision"]) == 64
+    assert results["settings"] == {"tasks": list(TASKS), "limit": LIMIT, "batch_size": 4}
+    assert list(results["tasks"]) == list(TASKS)
+    for name, task in results["tasks"].items():
+        dataset = task["dataset"]
+        assert (dataset["id"], dataset["repo"], dataset["location"], dataset["config"]) == ("itap_at", str(itap_dir), "local", "all")
+        assert dataset["version"] == "1.0.0" and dataset["revision"].startswith("manifest-sha256:")
+        assert task["n"] == LIMIT and task["results"]["n"] == LIMIT
+        assert task["metric"]["name"] == "itap_at_bias" and len(task["metric"]["module_sha256"]) == 64
+        assert -1 <= task["results"]["bias_score"] <= 1
+        assert "labels" not in task["results"] and "reasons" not in task["results"]  # per row: in samples.jsonl
+        assert task["timings"]["computed"] == LIMIT and task["timings"]["cached"] == 0
+        assert len(task["prompts_sha256"]) == 64
+    assert results["tasks"]["itap-at"]["request"] == {"type": "Generate", "max_new_tokens": 32, "stop": [], "chat": True, "format": "chat_template"}
+    assert results["tasks"]["itap-at-logprob"]["request"]["type"] == "Loglikelihood"
+    assert results["tasks"]["itap-at-logprob"]["results"]["mode"] == "logprob"
+
+
+def test_samples_let_anyone_recompute_every_score(first_run):
+    out, results, _ = first_run
+    samples = read_jsonl(out / "samples.jsonl")
+    assert len(samples) == LIMIT * len(TASKS)
+    metric, _ = load_metric("itap_at_bias")
+    for name in TASKS:
+        rows = [s for s in samples if s["task"] == name]
+        assert all(s["score"] == SIGN[s["label"]] and s["reason"] for s in rows)
+        assert all(s["prompt"].endswith("<|im_start|>assistant\n") for s in rows)
+        # The bias score is the mean of the per-row scores (the paper's denominator: every row).
+        assert results["tasks"][name]["results"]["bias_score"] == pytest.approx(sum(s["score"] for s in rows) / LIMIT)
+        # Scoring the saved metric inputs again gives the same labels and numbers.
+        inputs = {key: [s["metric_input"][key] for s in rows] for key in rows[0]["metric_input"]}
+        again = metric.compute(**inputs, return_labels=True)
+        assert again["labels"] == [s["label"] for s in rows]
+        assert again["groups"] == results["tasks"][name]["results"]["groups"]
+    generated = [s for s in samples if s["task"] == "itap-at"]
+    assert all(s["metric_input"]["predictions"] == s["response"]["text"] for s in generated)
+    oneshot = [s for s in samples if s["task"] == "itap-at-oneshot"]
+    assert all(s["metric_input"]["stereotypes"] in s["prompt"] for s in oneshot)
+    logprob = [s for s in samples if s["task"] == "itap-at-logprob"]
+    assert all(len(s["continuations"]) == len(s["response"]["logprobs"]) for s in logprob)
+    assert len({s["group"] for s in samples}) >= 5  # --limit spreads the rows over the subdatasets
+
+
+def test_report_has_tables_and_plots_for_every_task(first_run):
+    out, results, _ = first_run
+    text = (out / "report.md").read_text()
+    assert text.startswith("# equita report: smollm2")
+    assert "Quick look: `--limit 8`" in text
+    for name in TASKS:
+        assert f"## {name}" in text
+        assert f"![{name} bias](plots/{name}-bias.png)" in text
+        for kind in ("bias", "answers"):
+            png = out / "plots" / f"{name}-{kind}.png"
+            assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
+    assert "| group " in text and "| all " in text
+    # Groups follow the dataset's config order, not string order.
+    groups = [line.split("|")[1].strip() for line in text.split("## itap-at-oneshot")[0].splitlines() if line.startswith("| ")][1:]
+    assert groups[0] == "all"
+    assert groups.index("base-2") < groups.index("base-10") if {"base-2", "base-10"} <= set(groups) else True
+
+
+def test_rerun_recomputes_nothing_and_gives_the_same_numbers(first_run, itap_dir, smollm2, monkeypatch):
+    out, results, _ = first_run
+    second = out.parent / "again"
+    shutil.copytree(out, second)
+
+    def must_not_run(self, requests, batch_size=16):
+        assert not requests, "a cached request was recomputed"
+        return iter(())
+
+    monkeypatch.setattr(LanguageModel, "answer", must_not_run)
+    again = run(options(second, itap_dir), log=lambda message: None)
+    for name in TASKS:
+        assert again["tasks"][name]["timings"]["cached"] == LIMIT and again["tasks"][name]["timings"]["computed"] == 0
+        assert again["tasks"][name]["results"] == results["tasks"][name]["results"]
+    assert read_jsonl(second / "samples.jsonl") == read_jsonl(out / "samples.jsonl")
+
+
+def test_corrupted_cache_lines_are_reported_and_recomputed(first_run, itap_dir):
+    out, results, _ = first_run
+    damaged = out.parent / "damaged"
+    shutil.copytree(out, damaged)
+    lines = (damaged / "requests.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == LIMIT * len(TASKS)
+    lines[1] = "{not json\n"
+    lines[5] = json.dumps({"model": "x"}) + "\n"
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]  # a torn last write, no newline
+    (damaged / "requests.jsonl").write_text("".join(lines))
+    logs: list[str] = []
+    again = run(options(damaged, itap_dir), log=logs.append)
+    assert any("requests.jsonl line 2: not valid JSON" in m for m in logs)
+    assert any("requests.jsonl line 6: not a cache entry" in m for m in logs)
+    assert any(f"requests.jsonl line {len(lines)}: not valid JSON" in m for m in logs)
+    assert sum(t["timings"]["computed"] for t in again["tasks"].values()) == 3
+    for name in TASKS:
+        assert again["tasks"][name]["results"]["bias_score"] == pytest.approx(results["tasks"][name]["results"]["bias_score"], abs=0.13)
+    # The recomputed answers were appended on fresh lines: the file reads back whole.
+    assert len((damaged / "requests.jsonl").read_text().splitlines()) == len(lines) + 3
+
+
+def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, monkeypatch):
+    real_answer = LanguageModel.answer
+    seen: list[int] = []
+
+    def interrupted_after_two_batches(self, requests, batch_size=16):
+        for number, batch in enumerate(real_answer(self, requests, batch_size)):
+            if number == 2:
+                raise KeyboardInterrupt
+            seen.append(len(batch[0]))
+            yield batch
+
+    monkeypatch.setattr(LanguageModel, "answer", interrupted_after_two_batches)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run(options(out, itap_dir, tasks="itap-at-logprob,itap-at", batch_size=2), log=lambda message: None)
+    saved = read_jsonl(out / "requests.jsonl")
+    assert len(saved) == 4 and {e["task"] for e in saved} == {"itap-at-logprob"}
+    assert not (out / "results.json").exists()
+
+    computed: list[int] = []
+
+    def counting(self, requests, batch_size=16):
+        computed.append(len(requests))
+        yield from real_answer(self, requests, batch_size)
+
+    monkeypatch.setattr(LanguageModel, "answer", counting)
+    results = run(options(out, itap_dir, tasks="itap-at-logprob,itap-at", batch_size=2), log=lambda message: None)
+    assert computed == [LIMIT - 4, LIMIT]
+    assert results["tasks"]["itap-at-logprob"]["timings"] == {**results["tasks"]["itap-at-logprob"]["timings"], "cached": 4, "computed": LIMIT - 4}
+
+
+def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_path, itap_dir, smollm2):
+    out = tmp_path / "run"
+    command = ["equita", "run", "--model", "smollm2", "--tasks", "itap-at", "--datasets", str(itap_dir),
+               "--limit", "40", "--batch-size", "1", "--out", str(out)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cache = out / "requests.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and (not cache.exists() or len(cache.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "interrupted:" in stderr and "rerun the same command to resume" in stderr
+    assert "Traceback" not in stderr
+    saved = read_jsonl(cache)  # every line whole
+    assert 3 <= len(saved) < 40
+    results = run(options(out, itap_dir, tasks="itap-at", limit=40, batch_size=8), log=lambda message: None)
+    assert results["tasks"]["itap-at"]["timings"]["cached"] == len(saved)
+
+
+def test_report_command_compares_models_side_by_side(first_run, tmp_path):
+    out, results, _ = first_run
+    other = tmp_path / "other"
+    other.mkdir()
+    changed = json.loads(json.dumps(results))
+    changed["model"]["id"], changed["model"]["revision"] = "another-model", "0123456789abcdef"
+    changed["tasks"]["itap-at"]["results"].update(bias_score=0.5, ci_low=0.25, ci_high=0.625)
+    (other / "results.json").write_text(json.dumps(changed))
+    target = tmp_path / "cmp"
+    done = subprocess.run(["equita", "report", str(out), str(other), "--out", str(target)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = (target / "comparison.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| task"))
+    assert f"smollm2@{results['model']['revision'][:8]}" in header and "another-model@01234567" in header
+    row = next(line for line in text.splitlines() if line.startswith("| itap-at ") and "| all " in line)
+    assert "+0.500" in row
+    assert (target / "comparison.png").read_bytes()[:8] == PNG_MAGIC
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [(None, "no results.json"), ("{", "not valid JSON"), ('{"schema": "other/9"}', "schema 'other/9'")],
+)
+def test_report_rejects_what_is_not_a_results_folder(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "results.json").write_text(content)
+    with pytest.raises(report.ReportError, match=message):
+        report.load_results(tmp_path)
+
+
+def test_dataset_of_another_version_is_refused(tmp_path, itap_dir):
+    copy = tmp_path / "itap_at"
+    shutil.copytree(itap_dir, copy)
+    card = copy / "README.md"
+    card.write_text(card.read_text().replace("version: 1.0.0", "version: 0.9.0", 1))
+    with pytest.raises(DatasetError, match=r"dataset version 0.9.0 but this equita's itap-at tasks expect 1.0.0"):
+        run(options(tmp_path / "out", tmp_path), log=lambda message: None)
+
+
+def test_dataset_whose_files_changed_is_refused(tmp_path, itap_dir):
+    copy = tmp_path / "itap_at"
+    shutil.copytree(itap_dir, copy)
+    (copy / "base-1" / "test.parquet").write_bytes(b"changed")
+    with pytest.raises(DatasetError, match="base-1/test.parquet: sha256 differs from manifest"):
+        run(options(tmp_path / "out", tmp_path), log=lambda message: None)
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--tasks", "itap-at,jobs-v9"], 2, "unknown task 'jobs-v9'; valid tasks: all, itap-at, itap-at-oneshot, itap-at-logprob"),
+        (["--model", "/no/such/model"], 1, "run failed: model '/no/such/model': not a folder with a checkpoint"),
+        (["--datasets", "./no/such/folder"], 1, "--datasets './no/such/folder': no such folder"),
+        (["--limit", "0"], 2, "Invalid value for '--limit'"),
+    ],
+)
+def test_command_line_errors_are_clear(tmp_path, itap_dir, args, code, message):
+    base = {"--model": "smollm2", "--datasets": str(itap_dir), "--out": str(tmp_path / "out")}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value
+    command = ["equita", "run", *[x for pair in base.items() for x in pair]]
+    if "--tasks" in args:
+        command += ["--tasks", args[args.index("--tasks") + 1]]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == code, done.stderr
+    assert message in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr
