@@ -11,9 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from equita.builders import itap_at
-
 REPO = Path(__file__).resolve().parents[1]
+# Nothing in the suite may reach the Hub, or touch the user's equita cache. The cache lives in
+# .pytest_cache so a developer's reruns reuse the converted model; CI starts from a clean clone.
+# Set before anything imports huggingface_hub, which reads these once.
+os.environ["EQUITA_CACHE_DIR"] = str(REPO / ".pytest_cache" / "equita-cache")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+
+from equita.builders import itap_at  # noqa: E402
 UPSTREAM = REPO.parent / "shared" / "upstream"
 PAT_MIRROR = itap_at.PAT_SOURCE.mirror_path(UPSTREAM)
 
@@ -82,12 +89,6 @@ def itap_dir(tmp_path_factory, pat_path) -> Path:
     return out
 
 
-# Nothing in the suite may reach the Hub, or touch the user's equita cache. The cache lives in
-# .pytest_cache so a developer's reruns reuse the converted model; CI starts from a clean clone.
-os.environ["EQUITA_CACHE_DIR"] = str(REPO / ".pytest_cache" / "equita-cache")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")

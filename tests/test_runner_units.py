@@ -1,0 +1,164 @@
+"""The runner's pure parts: task registry contract, request keys, the cache file, row spreading."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+
+import pytest
+
+from equita.runners import tasks as task_module
+from equita.runners.cache import RequestCache, request_key
+from equita.runners.data import card_version, spread
+from equita.runners.requests import Generate, Loglikelihood
+from equita.runners.run import METRICS_DIR, load_metric
+from equita.runners.tasks import EVAL_TASKS, select_tasks
+
+ROW = {
+    "id": "gender-6-0001", "subdataset": "gender-6", "system_prompt": "Sei un assistente utile.",
+    "prompt": "Considera l'input: Giulia. \n Rispondi ...", "stereotype": "famiglia", "anti_stereotype": "carriera",
+    "oneshot_prompt": "Considera l'input: Giulia. \n ... Marco è famiglia.", "oneshot_stereotype": "famiglia",
+    "oneshot_anti_stereotype": "carriera",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("task", EVAL_TASKS.values(), ids=EVAL_TASKS)
+def test_every_task_fits_its_dataset_and_metric(task):
+    assert task.config in task.dataset.configs
+    assert (METRICS_DIR / task.metric / f"{task.metric}.py").is_file()
+    request = task.request(ROW)
+    assert isinstance(request, (Generate, Loglikelihood))
+    response = {"text": "Famiglia."} if isinstance(request, Generate) else {"logprobs": [-1.0] * len(request.continuations), "greedy": [False] * len(request.continuations)}
+    inputs = task.metric_inputs([ROW], [response])
+    # Every input is one the metric's _compute takes, and a per-row list.
+    metric, _ = load_metric(task.metric)
+    accepted = set(inspect.signature(metric._compute).parameters)
+    assert set(inputs) | set(task.metric_options) <= accepted
+    assert all(len(values) == 1 for values in inputs.values())
+    result = metric.compute(**inputs, **task.metric_options)
+    assert set(task.per_row_keys) <= set(result)
+    assert len(task.per_row(result)) == 1
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        ("all", ["itap-at", "itap-at-oneshot", "itap-at-logprob"]),
+        ("itap-at-logprob", ["itap-at-logprob"]),
+        ("itap-at-logprob, itap-at ,itap-at-logprob", ["itap-at-logprob", "itap-at"]),
+    ],
+)
+def test_select_tasks(names, expected):
+    assert [t.name for t in select_tasks(names)] == expected
+
+
+@pytest.mark.parametrize("names, message", [("", "no task given"), ("itap", "unknown task 'itap'; valid tasks: all, itap-at")])
+def test_select_tasks_errors(names, message):
+    with pytest.raises(KeyError, match=message):
+        select_tasks(names)
+
+
+@pytest.mark.parametrize(
+    "word, casings",
+    [("piacevole", ("piacevole", "Piacevole")), ("Marco", ("Marco",)), ("élite", ("élite", "Élite")), ("l'uomo", ("l'uomo", "L'uomo"))],
+)
+def test_logprob_request_scores_both_casings(word, casings):
+    assert task_module._casings(word) == casings
+
+
+def test_logprob_inputs_sum_the_probabilities_of_the_casings():
+    row = {**ROW, "stereotype": "famiglia", "anti_stereotype": "carriera"}
+    request = task_module._itap_logprob_request(row)
+    assert request.continuations == ("famiglia", "Famiglia", "carriera", "Carriera")
+    # p(famiglia) = 0.1 + 0.3, p(carriera) = 0.05 + 0.15
+    response = {"logprobs": [math.log(0.1), math.log(0.3), math.log(0.05), math.log(0.15)], "greedy": [False] * 4}
+    inputs = task_module._itap_logprob_inputs([row], [response])
+    assert inputs["predictions"][0] == pytest.approx([math.log(0.4), math.log(0.2)])
+    assert inputs["groups"] == ["gender-6"]
+
+
+def test_oneshot_task_reads_the_oneshot_columns():
+    task = EVAL_TASKS["itap-at-oneshot"]
+    assert task.request(ROW).user == ROW["oneshot_prompt"]
+    inputs = task.metric_inputs([ROW], [{"text": "carriera"}])
+    assert (inputs["stereotypes"], inputs["anti_stereotypes"]) == (["famiglia"], ["carriera"])
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        Generate(user="u", system="s", max_new_tokens=33),
+        Generate(user="u", system="s", max_new_tokens=32, stop=("\n",)),
+        Loglikelihood(user="u", system="s", continuations=("a",)),
+    ],
+)
+def test_request_key_changes_with_any_setting(other):
+    base = Generate(user="u", system="s", max_new_tokens=32)
+    assert request_key(base, "PROMPT") == request_key(Generate(user="x", system="y", max_new_tokens=32), "PROMPT")  # the rendered text decides
+    assert request_key(base, "PROMPT") != request_key(base, "PROMPT ")
+    assert request_key(base, "PROMPT") != request_key(other, "PROMPT")
+
+
+def test_cache_round_trip_and_keys(tmp_path):
+    cache = RequestCache(tmp_path / "requests.jsonl")
+    cache.add("rev1", "itap-at", "1.0.0", [("k1", {"text": "sì"}), ("k2", {"text": "no"})])
+    cache.add("rev1", "itap-at-logprob", "1.0.0", [("k1", {"logprobs": [-1.5, -0.5], "greedy": [False, True]})])
+    again = RequestCache(tmp_path / "requests.jsonl")
+    assert again.problems == []
+    assert again.get("rev1", "itap-at", "1.0.0", "k1") == {"text": "sì"}
+    assert again.get("rev1", "itap-at-logprob", "1.0.0", "k1")["logprobs"] == [-1.5, -0.5]
+    for model, task, version in [("rev2", "itap-at", "1.0.0"), ("rev1", "itap-at-oneshot", "1.0.0"), ("rev1", "itap-at", "1.1.0")]:
+        assert again.get(model, task, version, "k1") is None
+    assert (tmp_path / "requests.jsonl").read_text(encoding="utf-8").count("\n") == 3
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("{oops", "not valid JSON"),
+        ("[1, 2]", "not a cache entry"),
+        (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k"}), "not a cache entry"),
+        (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"text": 3}}), "not a cache entry"),
+        (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"logprobs": [], "greedy": []}}), "not a cache entry"),
+    ],
+)
+def test_bad_cache_lines_are_reported_not_fatal(tmp_path, line, problem):
+    path = tmp_path / "requests.jsonl"
+    good = json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "ok", "response": {"text": "x"}})
+    path.write_text(good + "\n" + line + "\n")
+    cache = RequestCache(path)
+    assert len(cache.problems) == 1
+    assert cache.problems[0].startswith(f"requests.jsonl line 2: {problem}") and cache.problems[0].endswith("its request is recomputed")
+    assert cache.get("r", "t", "v", "ok") == {"text": "x"} and cache.get("r", "t", "v", "k") is None
+
+
+def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
+    path = tmp_path / "requests.jsonl"
+    path.write_text('{"model": "r", "task"')  # killed mid-write
+    cache = RequestCache(path)
+    cache.add("r", "t", "v", [("k", {"text": "x"})])
+    assert RequestCache(path).get("r", "t", "v", "k") == {"text": "x"}
+    assert len(RequestCache(path).problems) == 1
+
+
+@pytest.mark.parametrize(
+    "n_rows, limit, expected",
+    [(10, None, list(range(10))), (10, 20, list(range(10))), (10, 10, list(range(10))), (10, 3, [0, 3, 6]), (2310, 4, [0, 577, 1155, 1732]), (5, 1, [0])],
+)
+def test_spread(n_rows, limit, expected):
+    assert spread(n_rows, limit) == expected
+
+
+def test_spread_rejects_a_zero_limit():
+    with pytest.raises(ValueError, match="--limit must be at least 1"):
+        spread(10, 0)
+
+
+@pytest.mark.parametrize(
+    "text, version",
+    [("---\nversion: 1.0.0\npretty_name: x\n---\n# card", "1.0.0"), ("---\nversion: 2\n---\n", "2"), ("---\npretty_name: x\n---\n", None), ("# no header", None)],
+)
+def test_card_version(tmp_path, text, version):
+    (tmp_path / "README.md").write_text(text)
+    assert card_version(tmp_path / "README.md") == version
