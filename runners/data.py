@@ -95,6 +95,8 @@ def locate(spec: TaskSpec, datasets: str | None, source_dir: Path | None, log=pr
         folder = Path(datasets).expanduser()
         if folder.is_dir():
             own = folder / spec.id
+            if not own.is_dir() and not (folder / "manifest.json").is_file():
+                raise DatasetError(f"--datasets {datasets}: neither {own} nor the folder itself is a dataset built by `equita build {spec.cli_name}`")
             folder = own if own.is_dir() else folder
             return str(folder), "local", _check_local(spec, folder)
         if re.fullmatch(r"[A-Za-z0-9][\w.-]*", datasets) and not datasets.startswith("."):

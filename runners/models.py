@@ -197,6 +197,8 @@ def load_model(
         raise ModelError(f"model {name!r}: not a folder with a checkpoint, a .gguf file, or a Hub id (org/name)")
     else:
         source, load_from, hub_revision, model_revision = "hub", name, revision, revision or ""
+    if revision is not None and source != "hub":
+        raise ModelError(f"--revision {revision!r} applies to Hub models only; {name!r} is a {source} model")
     try:
         tokenizer = AutoTokenizer.from_pretrained(load_from, revision=hub_revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(

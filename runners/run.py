@@ -58,17 +58,22 @@ def load_metric(name: str):
 
 
 def equita_provenance() -> dict:
+    """Package version, and the git commit (and whether it had local changes) when running from a checkout."""
     try:
         version = metadata.version("equita")
     except metadata.PackageNotFoundError:
         version = None
-    try:
-        git = subprocess.run(
-            ["git", "-C", str(METRICS_DIR), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        git = None  # an installed wheel is not a git checkout
-    return {"version": version, "git": git}
+    git = dirty = None
+    checkout = METRICS_DIR.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / ".git").exists():  # editable install of a clone
+        try:
+            git = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+            status = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, timeout=5, check=True).stdout  # fmt: skip
+            dirty = bool(status.strip())
+        except (OSError, subprocess.SubprocessError):
+            git = dirty = None
+    return {"version": version, "git": git, "git_dirty": dirty}
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -242,6 +242,12 @@ def test_dataset_whose_files_changed_is_refused(tmp_path, itap_dir):
         run(options(tmp_path / "out", tmp_path), log=lambda message: None)
 
 
+def test_datasets_folder_without_the_dataset_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match=r"neither .*empty/itap_at nor the folder itself is a dataset built by `equita build itap-at`"):
+        run(options(tmp_path / "out", tmp_path / "empty"), log=lambda message: None)
+
+
 @pytest.mark.parametrize(
     "args, code, message",
     [

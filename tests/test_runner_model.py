@@ -147,3 +147,8 @@ def test_prompt_longer_than_the_model_takes_is_an_error(tiny_model_dir):
     model = load_model(str(tiny_model_dir))
     with pytest.raises(ModelError, match="exceeds the model's 256"):
         answers(model, [Generate(user="parola " * 300, max_new_tokens=8)])
+
+
+def test_revision_is_for_hub_models_only(tiny_model_dir):
+    with pytest.raises(ModelError, match="--revision 'v2' applies to Hub models only; .* is a local model"):
+        load_model(str(tiny_model_dir), revision="v2")
