@@ -152,3 +152,16 @@ def test_prompt_longer_than_the_model_takes_is_an_error(tiny_model_dir):
 def test_revision_is_for_hub_models_only(tiny_model_dir):
     with pytest.raises(ModelError, match="--revision 'v2' applies to Hub models only; .* is a local model"):
         load_model(str(tiny_model_dir), revision="v2")
+
+
+GOLDEN = json.loads((models.Path(__file__).parent / "cases" / "runner_golden_smollm2.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=[c["user"][:20] for c in GOLDEN["cases"]])
+def test_log_likelihoods_match_the_stored_golden_values(smollm2, case):
+    """Stored once from this code on SmolLM2 (float32, CPU); guards prompt rendering, tokenisation and scoring."""
+    assert smollm2.info.revision == GOLDEN["revision"]
+    request = Loglikelihood(user=case["user"], system=case["system"], chat=case["chat"], continuations=tuple(case["continuations"]))
+    got = answers(smollm2, [request])[0]
+    assert got["logprobs"] == pytest.approx(case["logprobs"], abs=1e-2)
+    assert got["greedy"] == case["greedy"]
