@@ -7,6 +7,7 @@ and report.md with its plots.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ class RunOptions:
     trust_remote_code: bool = False
 
 
+@functools.lru_cache(maxsize=None)
 def load_metric(name: str):
     """The metric module from the project's folder, by absolute path (a relative one that does
     not exist would be taken for a Hub id), with the sha256 of its code for the record."""
@@ -85,6 +87,9 @@ def write_atomic(path: Path, text: str) -> None:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; results are meant to be shared
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
