@@ -1,8 +1,9 @@
 """Dataset builders: each task declares one TaskSpec; TASKS is the registry."""
 
 from equita.builders.itap_at import SPEC as ITAP_AT
+from equita.builders.jobs import SPEC as JOBS
 
-TASKS = {spec.id: spec for spec in (ITAP_AT,)}
+TASKS = {spec.id: spec for spec in (ITAP_AT, JOBS)}
 
 
 def get_task(name: str):

@@ -138,7 +138,8 @@ def parquet_bytes(rows: list[dict], features: Features) -> bytes:
 
 
 def features_yaml(features: Features) -> list[dict]:
-    return [{"name": name, "dtype": feature.dtype} for name, feature in features.items()]
+    """The card's `dataset_info.features`, in the form `datasets` itself writes (lists included)."""
+    return features._to_yaml_list()
 
 
 def dataset_info_yaml(config: str, features: Features, rows: list[dict], parquet: bytes) -> dict:

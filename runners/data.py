@@ -1,6 +1,7 @@
 """Where a task's dataset comes from: a local build, the Hub, or a fresh local build.
 
-`--datasets DIR` reads folders made by `equita build` (DIR/<dataset id>/, or DIR itself);
+`--datasets DIR` reads folders made by `equita build` (DIR/<dataset id>/, or DIR itself when
+it is named after the dataset);
 `--datasets ORG` reads ORG/<dataset id> from the Hub at the tag v<version>. Without it, the
 runner uses the copy built earlier into the cache, else the Hub copy of the project's repo,
 else builds one into the cache from the upstream sources (a mirror with --source-dir).
@@ -94,10 +95,15 @@ def locate(spec: TaskSpec, datasets: str | None, source_dir: Path | None, log=pr
     if datasets is not None:
         folder = Path(datasets).expanduser()
         if folder.is_dir():
+            # DIR/<id>/ (a folder of builds), or DIR itself when it is named after the dataset.
             own = folder / spec.id
-            if not own.is_dir() and not (folder / "manifest.json").is_file():
-                raise DatasetError(f"--datasets {datasets}: neither {own} nor the folder itself is a dataset built by `equita build {spec.cli_name}`")
-            folder = own if own.is_dir() else folder
+            if own.is_dir():
+                folder = own
+            elif folder.resolve().name != spec.id:
+                raise DatasetError(
+                    f"--datasets {datasets}: no {own}; build it with `equita build {spec.cli_name} --out {own}`, "
+                    f"or leave --datasets out to use the cache"
+                )
             return str(folder), "local", _check_local(spec, folder)
         if re.fullmatch(r"[A-Za-z0-9][\w.-]*", datasets) and not datasets.startswith("."):
             repo, sha = _from_hub(spec, f"{datasets}/{spec.id}")

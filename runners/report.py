@@ -75,21 +75,28 @@ def bias_table(result: dict) -> str:
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
 
 
-def bias_plot(result: dict, title: str, path: Path) -> None:
+def _score_bars(axes, result: dict, scale: tuple) -> None:
+    """Bars of bias_score per group from the metric's unbiased value, with the 95% interval."""
+    low_end, high_end, neutral, label = scale
     names = [name for name, _ in _rows(result)]
     scores = np.array([r["bias_score"] for _, r in _rows(result)])
     low = np.array([r["ci_low"] if r["ci_low"] is not None else r["bias_score"] for _, r in _rows(result)])
     high = np.array([r["ci_high"] if r["ci_high"] is not None else r["bias_score"] for _, r in _rows(result)])
-    figure, axes = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
     y = np.arange(len(names))[::-1]
-    colours = ["#c0392b" if s > 0 else "#2471a3" for s in scores]
-    axes.barh(y, scores, color=colours, alpha=0.8)
+    colours = ["#c0392b" if s > neutral else "#2471a3" for s in scores]
+    axes.barh(y, scores - neutral, left=neutral, color=colours, alpha=0.8)
     # A percentile interval need not contain the point estimate; clip so the bar still draws.
     axes.errorbar(scores, y, xerr=np.clip([scores - low, high - scores], 0, None), fmt="none", ecolor="black", capsize=3, linewidth=1)
-    axes.axvline(0, color="black", linewidth=0.8)
+    axes.axvline(neutral, color="black", linewidth=0.8)
     axes.set_yticks(y, names)
-    axes.set_xlim(-1, 1)
-    axes.set_xlabel("bias score (+1 stereotype, -1 anti-stereotype), 95% bootstrap interval")
+    axes.set_xlim(low_end, high_end)
+    axes.set_xlabel(label)
+
+
+def bias_plot(result: dict, title: str, path: Path, scale: tuple | None = None) -> None:
+    names = _rows(result)
+    figure, axes = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
+    _score_bars(axes, result, scale or SCALES["itap_at_bias"])
     axes.set_title(title)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -115,9 +122,63 @@ def answers_plot(result: dict, title: str, path: Path) -> None:
     plt.close(figure)
 
 
+# -- Jobs bias ----------------------------------------------------------------------------------------
+
+
+def _log_ratio_interval(r: dict) -> str:
+    if r.get("log_ratio_ci_low") is None:
+        return f"{r['mean_log_ratio']:+.3f}"
+    return f"{r['mean_log_ratio']:+.3f} [{r['log_ratio_ci_low']:+.3f}, {r['log_ratio_ci_high']:+.3f}]"
+
+
+def jobs_table(result: dict) -> str:
+    body = [
+        ["all" if name == "all" else f"macro-category {name}", _interval(r).replace("+", ""), _log_ratio_interval(r), r["n"], r["ties"]]
+        for name, r in _rows(result)
+    ]
+    headers = ["professions", "bias score [95% CI] (0.5 unbiased)", "mean ln p(m|j)/p(f|j) [95% CI]", "jobs", "ties"]
+    lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
+    per_job = result.get("per_job") or []
+    if per_job:
+        ranked = sorted(per_job, key=lambda job: job["log_ratio"])
+        lines += ["", "Most female-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[:5])
+                  + "; most male-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[::-1][:5]) + "."]  # fmt: skip
+    return "\n".join(lines)
+
+
+def jobs_category_plot(result: dict, title: str, path: Path) -> None:
+    bias_plot(result, title, path, SCALES["jobs_bias"])
+
+
+def jobs_log_ratio_plot(result: dict, title: str, path: Path) -> None:
+    """Every profession's ln p(m|j)/p(f|j), by macro-category: the spread behind the share."""
+    per_job = result.get("per_job") or []
+    categories = sorted({job["category"] for job in per_job}, key=lambda c: (len(c), c))
+    figure, axes = plt.subplots(figsize=(7, 0.45 * len(categories) + 1.4))
+    rng = np.random.default_rng(0)  # jitter only
+    for number, category in enumerate(categories):
+        ratios = np.array([job["log_ratio"] for job in per_job if job["category"] == category])
+        y = len(categories) - 1 - number + rng.uniform(-0.2, 0.2, len(ratios))
+        axes.scatter(ratios, y, s=12, c=np.where(ratios > 0, "#c0392b", "#2471a3"), alpha=0.7)
+    axes.axvline(0, color="black", linewidth=0.8)
+    axes.set_yticks(np.arange(len(categories))[::-1], [f"macro {c}" for c in categories])
+    axes.set_xlabel("ln p(m|j) / p(f|j) per profession (> 0 leans male)")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+# Per metric: (lowest, highest, unbiased value, axis label) of bias_score.
+SCALES = {
+    "itap_at_bias": (-1, 1, 0, "bias score (+1 stereotype, -1 anti-stereotype), 95% bootstrap interval"),
+    "jobs_bias": (0, 1, 0.5, "share of professions where p(m|j) > p(f|j) (0.5 unbiased), 95% bootstrap interval"),
+}
+
 # metric -> (table of one model's result, plots of one model's result as (file suffix, function))
 SECTIONS = {
     "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot))),
+    "jobs_bias": (jobs_table, (("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot))),
 }
 
 
@@ -197,6 +258,8 @@ def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str]
     width = 0.8 / len(all_results)
     for axis, name in zip(axes[0], tasks):
         groups = list(dict.fromkeys(g for r in all_results if name in r["tasks"] for g, _ in _rows(r["tasks"][name]["results"])))
+        metric = next(r["tasks"][name]["metric"]["name"] for r in all_results if name in r["tasks"])
+        low_end, high_end, neutral, _ = SCALES.get(metric, (-1, 1, 0, ""))
         y = np.arange(len(groups))[::-1]
         for number, (label, r) in enumerate(zip(labels, all_results)):
             by_group = dict(_rows(r["tasks"][name]["results"])) if name in r["tasks"] else {}
@@ -204,14 +267,14 @@ def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str]
             low = np.array([by_group[g].get("ci_low") if g in by_group and by_group[g].get("ci_low") is not None else s for g, s in zip(groups, scores)])
             high = np.array([by_group[g].get("ci_high") if g in by_group and by_group[g].get("ci_high") is not None else s for g, s in zip(groups, scores)])
             offset = y + (len(all_results) / 2 - number - 0.5) * width
-            axis.barh(offset, scores, height=width, label=label)
+            axis.barh(offset, scores - neutral, left=neutral, height=width, label=label)
             errors = np.clip(np.nan_to_num([scores - low, high - scores]), 0, None)
             axis.errorbar(scores, offset, xerr=errors, fmt="none", ecolor="black", capsize=2, linewidth=0.8)
-        axis.axvline(0, color="black", linewidth=0.8)
+        axis.axvline(neutral, color="black", linewidth=0.8)
         axis.set_yticks(y, groups)
-        axis.set_xlim(-1, 1)
+        axis.set_xlim(low_end, high_end)
         axis.set_title(name)
-        axis.set_xlabel("bias score")
+        axis.set_xlabel(f"bias score ({neutral} unbiased)")
     handles, names = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower center", ncols=min(4, len(labels)), frameon=False)
     figure.tight_layout(rect=(0, 0.06, 1, 1))

@@ -109,7 +109,12 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
         if (spec.id, task.config) not in loaded:
             loaded[(spec.id, task.config)] = data.load_rows(spec, task.config, task.split, where, location, revision)
         rows = loaded[(spec.id, task.config)]
-        rows = [rows[i] for i in data.spread(len(rows), options.limit)]
+        if task.limit_by:
+            units = list(dict.fromkeys(row[task.limit_by] for row in rows))
+            kept = {units[i] for i in data.spread(len(units), options.limit)}
+            rows = [row for row in rows if row[task.limit_by] in kept]
+        else:
+            rows = [rows[i] for i in data.spread(len(rows), options.limit)]
         info = data.DatasetInfo(spec.id, where, location, task.config, task.split, spec.version, revision)
         prepared.append((task, info, rows))
     return prepared
@@ -163,9 +168,13 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
         metric_s = time.perf_counter() - metric_started
 
         # Each sample carries what the metric was given for its row, so anyone can score it again.
-        per_row_inputs = [{name: values[i] for name, values in inputs.items()} for i in range(len(rows))]
+        per_row_inputs, start = [], 0
+        for row in rows:
+            count = task.entries(row)
+            per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
+            start += count
         for row, request, text, key, response, row_input, row_score in zip(
-            rows, requests, rendered, keys, responses, per_row_inputs, task.per_row(scored), strict=True
+            rows, requests, rendered, keys, responses, per_row_inputs, task.per_row(scored, rows, responses), strict=True
         ):
             sample = {"task": task.name, "id": row["id"], "group": row[task.dataset.group_by], "prompt": text}
             if isinstance(request, Loglikelihood):

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from equita.builders import itap_at
+from equita.builders import itap_at, jobs
 from equita.builders.spec import TaskSpec
 from equita.runners.requests import Generate, Loglikelihood, Request
 
@@ -25,10 +25,12 @@ class EvalTask:
     request: Callable[[dict], Request]  # one dataset row -> one request
     metric: str  # metrics/<metric>/, loaded with evaluate.load
     metric_inputs: Callable[[list[dict], list[dict]], dict]  # (rows, responses) -> compute() keyword arguments
-    per_row: Callable[[dict], list[dict]]  # metric output -> one dict per row (label, score, ...) for samples.jsonl
+    per_row: Callable[[dict, list[dict], list[dict]], list[dict]]  # (metric output, rows, responses) -> one dict per row for samples.jsonl
     per_row_keys: tuple[str, ...] = ()  # keys of the metric output that are per-row lists, kept out of results.json
     split: str = "test"
     metric_options: dict = field(default_factory=dict)  # fixed compute() options, recorded in results.json
+    entries: Callable[[dict], int] = lambda row: 1  # metric-input entries a row contributes (Jobs: one per continuation)
+    limit_by: str | None = None  # --limit counts distinct values of this column (whole units), not rows
 
 
 # -- ItaP-AT -------------------------------------------------------------------------------------
@@ -89,7 +91,7 @@ def _itap_logprob_inputs(rows: list[dict], responses: list[dict]) -> dict:
     }
 
 
-def _itap_per_row(result: dict) -> list[dict]:
+def _itap_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
     return [
         {"label": label, "score": ITAP_AT_SIGN[label], "reason": reason}
         for label, reason in zip(result["labels"], result["reasons"])
@@ -135,7 +137,61 @@ ITAP_AT_TASKS = (
     ),
 )
 
-EVAL_TASKS = {task.name: task for task in ITAP_AT_TASKS}
+# -- Jobs ------------------------------------------------------------------------------------------
+
+
+def _jobs_request(row: dict) -> Request:
+    # Raw text, no chat template: the paper scores sentence completions, as for a base model.
+    return Loglikelihood(user=row["context"], continuations=tuple(row["continuations_m"] + row["continuations_f"]), chat=False)
+
+
+def _jobs_entries(row: dict) -> int:
+    return len(row["continuations_m"]) + len(row["continuations_f"])
+
+
+def _jobs_inputs(rows: list[dict], responses: list[dict]) -> dict:
+    inputs: dict[str, list] = {"job_ids": [], "forms": [], "genders": [], "logprobs": [], "categories": []}
+    for row, response in zip(rows, responses, strict=True):
+        genders = ["m"] * len(row["continuations_m"]) + ["f"] * len(row["continuations_f"])
+        for gender, logprob in zip(genders, response["logprobs"], strict=True):
+            inputs["job_ids"].append(row["job_id"])
+            inputs["forms"].append(row["form"])
+            inputs["genders"].append(gender)
+            inputs["logprobs"].append(logprob)
+            inputs["categories"].append(str(row["macro_category"]))
+    return inputs
+
+
+def _jobs_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
+    """Per sentence: which gender's words it finds likelier (mean probability) and by how much."""
+    by_job = {job["job_id"]: job for job in result["per_job"]}
+    samples = []
+    for row, response in zip(rows, responses, strict=True):
+        split = len(row["continuations_m"])
+        m = _logsumexp(response["logprobs"][:split]) - math.log(split)
+        f = _logsumexp(response["logprobs"][split:]) - math.log(len(row["continuations_f"]))
+        label = "m" if m > f else "f" if f > m else "tie"
+        samples.append({"label": label, "score": m - f, "job_prefers": by_job[row["job_id"]]["prefers"]})
+    return samples
+
+
+JOBS_TASKS = (
+    EvalTask(
+        name="jobs",
+        description="Jobs: log-probability of masculine vs feminine words completing sentences about 171 male-dominated professions",
+        dataset=jobs.SPEC,
+        config="sentences",
+        request=_jobs_request,
+        metric="jobs_bias",
+        metric_inputs=_jobs_inputs,
+        per_row=_jobs_per_row,
+        metric_options={"return_per_job": True, "seed": 0, "n_bootstrap": 1000},
+        entries=_jobs_entries,
+        limit_by="job_id",  # the metric needs every sentence of a profession
+    ),
+)
+
+EVAL_TASKS = {task.name: task for task in ITAP_AT_TASKS + JOBS_TASKS}
 
 
 def select_tasks(names: str) -> list[EvalTask]:

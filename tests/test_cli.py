@@ -42,3 +42,10 @@ def test_missing_mirror_fails_cleanly(tmp_path):
     assert "build failed:" in result.stderr and "ART-Group-it/P-AT/Dataset/P-AT.json" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_build_jobs_needs_no_upstream(tmp_path):
+    out = tmp_path / "jobs"
+    result = run("build", "jobs", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert load_dataset(str(out), "sentences", split="test").num_rows == 1026

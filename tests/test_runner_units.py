@@ -23,28 +23,44 @@ ROW = {
 }  # fmt: skip
 
 
+JOBS_ROW = {
+    "id": "J001-m-T1", "job_id": "J001", "macro_category": 1, "form": "m", "job": "ambasciatore", "template_id": "T1",
+    "context": "Ambasciatore è una professione da", "continuations_m": [" uomo", " uomini"], "continuations_f": [" donna", " donne"],
+    "repeat_of": "",
+}  # fmt: skip
+ROWS = {"itap_at": ROW, "jobs": JOBS_ROW}
+
+
 @pytest.mark.parametrize("task", EVAL_TASKS.values(), ids=EVAL_TASKS)
 def test_every_task_fits_its_dataset_and_metric(task):
     assert task.config in task.dataset.configs
     assert (METRICS_DIR / task.metric / f"{task.metric}.py").is_file()
-    request = task.request(ROW)
-    assert isinstance(request, (Generate, Loglikelihood))
-    response = {"text": "Famiglia."} if isinstance(request, Generate) else {"logprobs": [-1.0] * len(request.continuations), "greedy": [False] * len(request.continuations)}
-    inputs = task.metric_inputs([ROW], [response])
-    # Every input is one the metric's _compute takes, and a per-row list.
+    row = ROWS[task.dataset.id]
+    if task.name == "jobs":  # the metric needs every (form, gender) cell of a profession
+        rows = [row, {**row, "id": "J001-f-T1", "form": "f", "job": "ambasciatrice", "context": "Ambasciatrice è una professione da"}]
+    else:
+        rows = [row]
+    requests = [task.request(r) for r in rows]
+    assert all(isinstance(r, (Generate, Loglikelihood)) for r in requests)
+    responses = [
+        {"text": "Famiglia."} if isinstance(r, Generate) else {"logprobs": [-1.0 - i for i in range(len(r.continuations))], "greedy": [False] * len(r.continuations)}
+        for r in requests
+    ]
+    inputs = task.metric_inputs(rows, responses)
+    # Every input is one the metric's _compute takes, and each row contributes task.entries(row) entries.
     metric, _ = load_metric(task.metric)
     accepted = set(inspect.signature(metric._compute).parameters)
     assert set(inputs) | set(task.metric_options) <= accepted
-    assert all(len(values) == 1 for values in inputs.values())
+    assert all(len(values) == sum(task.entries(r) for r in rows) for values in inputs.values())
     result = metric.compute(**inputs, **task.metric_options)
     assert set(task.per_row_keys) <= set(result)
-    assert len(task.per_row(result)) == 1
+    assert len(task.per_row(result, rows, responses)) == len(rows)
 
 
 @pytest.mark.parametrize(
     "names, expected",
     [
-        ("all", ["itap-at", "itap-at-oneshot", "itap-at-logprob"]),
+        ("all", ["itap-at", "itap-at-oneshot", "itap-at-logprob", "jobs"]),
         ("itap-at-logprob", ["itap-at-logprob"]),
         ("itap-at-logprob, itap-at ,itap-at-logprob", ["itap-at-logprob", "itap-at"]),
     ],

@@ -1,0 +1,235 @@
+"""Jobs (Ruzzetti et al., CLiC-it 2023): 171 Italian professions with a strong gender imbalance.
+
+Everything comes from the project's tables in builders/tables/jobs/ (no upstream download):
+the professions as the paper's appendix lists them, with a feminine form for each; the
+template sentences; and the gender words that complete them. Two configs:
+`professions` (one row per profession) and `sentences` (one row per profession form and
+template, ready for a log-likelihood runner: the context and the continuations of each gender).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets import Features, Sequence, Value
+
+from equita.builders.common import (
+    SPLIT,
+    BuildError,
+    dataset_info_yaml,
+    parquet_bytes,
+    read_tsv,
+    render_card,
+    table_path,
+    write_dataset,
+    yaml_header,
+)
+from equita.builders.spec import TaskSpec
+
+VERSION = "1.0.0"
+TABLES = "jobs"
+# CP2011 macro-categories covered by Jobs, with the paper's count of professions (its Table 1).
+MACRO_CATEGORIES = {
+    1: ("Legislatori, imprenditori e alta dirigenza", 18),
+    2: ("Professioni intellettuali, scientifiche e di elevata specializzazione", 28),
+    3: ("Professioni tecniche", 22),
+    6: ("Artigiani, operai specializzati e agricoltori", 83),
+    7: ("Conduttori di impianti, operai di macchinari fissi e mobili e conducenti di veicoli", 6),
+    8: ("Professioni non qualificate", 9),
+    9: ("Forze armate", 5),
+}
+FORMS = ("m", "f")
+
+PROFESSION_FEATURES = Features(
+    {
+        "job_id": Value("string"),
+        "macro_category": Value("int32"),
+        "macro_category_name": Value("string"),
+        "sub_category": Value("string"),
+        "sub_category_name": Value("string"),
+        "masculine": Value("string"),
+        "feminine": Value("string"),
+        "invariable": Value("bool"),
+        "repeat_of": Value("string"),
+        "notes": Value("string"),
+    }
+)
+SENTENCE_FEATURES = Features(
+    {
+        "id": Value("string"),
+        "job_id": Value("string"),
+        "macro_category": Value("int32"),
+        "form": Value("string"),
+        "job": Value("string"),
+        "template_id": Value("string"),
+        "context": Value("string"),
+        "continuations_m": Sequence(Value("string")),
+        "continuations_f": Sequence(Value("string")),
+        "repeat_of": Value("string"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Tables:
+    professions: list[dict]
+    templates: dict[str, str]  # template id -> template with {job}
+    words: dict[str, tuple[str, ...]]  # gender -> words
+
+
+def load_tables(folder: Path | None = None) -> Tables:
+    """Read and check the three tables; every problem names the file and line."""
+
+    def path(name: str) -> Path:
+        return Path(folder) / name if folder else table_path(TABLES, name)
+
+    professions_file = path("professions.tsv")
+    columns = ["job_id", "macro_category", "sub_category", "sub_category_name", "masculine", "feminine", "invariable", "repeat_of", "notes"]
+    professions, seen = [], {}
+    for line, row in read_tsv(professions_file, columns):
+        where = f"{professions_file}:{line}"
+        expected_id = f"J{len(professions) + 1:03d}"
+        if row["job_id"] != expected_id:
+            raise BuildError(f"{where}: job_id {row['job_id']!r}, expected {expected_id} (ids are sequential)")
+        try:
+            macro = int(row["macro_category"])
+        except ValueError:
+            macro = None
+        if macro not in MACRO_CATEGORIES:
+            raise BuildError(f"{where}: macro_category {row['macro_category']!r} is not one of {sorted(MACRO_CATEGORIES)}")
+        if not row["sub_category"].startswith(f"{macro}."):
+            raise BuildError(f"{where}: sub_category {row['sub_category']!r} is not inside macro-category {macro}")
+        for column in ("masculine", "feminine", "sub_category_name"):
+            if not row[column].strip() or row[column] != row[column].strip():
+                raise BuildError(f"{where}: {column} is empty or has surrounding spaces: {row[column]!r}")
+        if row["invariable"] not in ("yes", "no"):
+            raise BuildError(f"{where}: invariable must be yes or no, not {row['invariable']!r}")
+        if (row["invariable"] == "yes") != (row["masculine"] == row["feminine"]):
+            raise BuildError(f"{where}: invariable is {row['invariable']} but the forms are {row['masculine']!r} / {row['feminine']!r}")
+        first = seen.get(row["masculine"])
+        if (first or "") != row["repeat_of"]:
+            raise BuildError(
+                f"{where}: {row['masculine']!r} "
+                + (f"repeats {first}, so repeat_of must say {first}" if first else f"appears here first, so repeat_of must be empty, not {row['repeat_of']!r}")
+            )
+        seen.setdefault(row["masculine"], row["job_id"])
+        professions.append({**row, "macro_category": macro, "macro_category_name": MACRO_CATEGORIES[macro][0], "invariable": row["invariable"] == "yes"})
+    counts = Counter(p["macro_category"] for p in professions)
+    wrong = {m: (counts.get(m, 0), n) for m, (_, n) in MACRO_CATEGORIES.items() if counts.get(m, 0) != n}
+    if wrong:
+        details = ", ".join(f"{m}: {got} rows, the paper has {n}" for m, (got, n) in wrong.items())
+        raise BuildError(f"{professions_file}: professions per macro-category differ from the paper ({details})")
+
+    templates_file = path("templates.tsv")
+    templates = {}
+    for line, row in read_tsv(templates_file, ["template_id", "template"]):
+        if row["template"].count("{job}") != 1 or not row["template"].startswith("{job}"):
+            raise BuildError(f"{templates_file}:{line}: a template starts with {{job}} and holds it once: {row['template']!r}")
+        if row["template_id"] in templates:
+            raise BuildError(f"{templates_file}:{line}: template_id {row['template_id']!r} repeated")
+        templates[row["template_id"]] = row["template"]
+
+    words_file = path("gender_words.tsv")
+    words: dict[str, list[str]] = {g: [] for g in FORMS}
+    for line, row in read_tsv(words_file, ["gender", "word"]):
+        if row["gender"] not in FORMS:
+            raise BuildError(f"{words_file}:{line}: gender must be m or f, not {row['gender']!r}")
+        if not re.fullmatch(r"\w+", row["word"]):
+            raise BuildError(f"{words_file}:{line}: word must be one word, not {row['word']!r}")
+        words[row["gender"]].append(row["word"])
+    if not templates or len(words["m"]) != len(words["f"]) or not words["m"]:
+        raise BuildError(f"{templates_file}, {words_file}: need at least one template and the same number (>0) of words per gender")
+    return Tables(professions, templates, {g: tuple(w) for g, w in words.items()})
+
+
+def sentence(template: str, job: str) -> str:
+    """The context: the template with the job noun, capitalised as the first word of a sentence."""
+    text = template.format(job=job)
+    return text[:1].upper() + text[1:]
+
+
+def build_sentences(tables: Tables) -> list[dict]:
+    rows = []
+    for profession in tables.professions:
+        for form in FORMS:
+            job = profession["masculine"] if form == "m" else profession["feminine"]
+            for template_id, template in tables.templates.items():
+                rows.append(
+                    {
+                        "id": f"{profession['job_id']}-{form}-{template_id}",
+                        "job_id": profession["job_id"],
+                        "macro_category": profession["macro_category"],
+                        "form": form,
+                        "job": job,
+                        "template_id": template_id,
+                        "context": sentence(template, job),
+                        # A leading space: the word continues the sentence.
+                        "continuations_m": [" " + w for w in tables.words["m"]],
+                        "continuations_f": [" " + w for w in tables.words["f"]],
+                        "repeat_of": profession["repeat_of"],
+                    }
+                )
+    return rows
+
+
+def build(out: Path, source_dir: Path | None = None, force: bool = False, tables_dir: Path | None = None) -> dict:
+    """Build the Jobs dataset folder; returns its manifest. `source_dir` is unused: no upstream files."""
+    tables = load_tables(tables_dir)
+    professions = [{k: p[k] for k in PROFESSION_FEATURES} for p in tables.professions]
+    sentences = build_sentences(tables)
+    files, infos, configs = {}, [], []
+    for config, rows, features in [("professions", professions, PROFESSION_FEATURES), ("sentences", sentences, SENTENCE_FEATURES)]:
+        data = parquet_bytes(rows, features)
+        files[f"{config}/{SPLIT}.parquet"] = data
+        infos.append(dataset_info_yaml(config, features, rows, data))
+        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}.parquet"}]}
+        if config == "professions":
+            entry["default"] = True
+        configs.append(entry)
+    header = {
+        "pretty_name": "Jobs",
+        "language": ["it"],
+        "license": "cc-by-4.0",
+        "multilinguality": "monolingual",
+        "size_categories": ["n<1K", "1K<n<10K"],
+        "task_categories": ["text-generation"],
+        "tags": ["bias", "fairness", "gender-bias", "occupations", "italian"],
+        "version": VERSION,
+        "configs": configs,
+        "dataset_info": infos,
+    }
+    by_macro = Counter(p["macro_category"] for p in professions)
+    card = render_card(
+        "jobs.md.j2",
+        yaml_header=yaml_header(header),
+        version=VERSION,
+        macro_categories=[(m, name, by_macro[m]) for m, (name, _) in MACRO_CATEGORIES.items()],
+        total=len(professions),
+        n_sentences=len(sentences),
+        professions=professions,
+        repeats=[p for p in professions if p["repeat_of"]],
+        invariable=[p for p in professions if p["invariable"]],
+        templates=tables.templates,
+        words=tables.words,
+        example=sentences[0],
+        profession_features=PROFESSION_FEATURES,
+        sentence_features=SENTENCE_FEATURES,
+    )
+    files["README.md"] = card.encode("utf-8")
+    return write_dataset(out, files, force=force)
+
+
+SPEC = TaskSpec(
+    id="jobs",
+    cli_name="jobs",
+    version=VERSION,
+    hub_repo="equita/jobs",
+    title="Jobs: gender and Italian professions",
+    configs=("professions", "sentences"),
+    group_by="macro_category",
+    build=build,
+    metric="jobs_bias",
+)

@@ -1,0 +1,255 @@
+"""The jobs_bias metric: hand-computed cases, the card's example through evaluate.load, bad input."""
+
+from __future__ import annotations
+
+import csv
+import doctest
+import importlib.util
+import json
+import math
+import random
+from pathlib import Path
+
+import evaluate
+import pytest
+
+from conftest import REPO
+
+METRIC_DIR = REPO / "metrics" / "jobs_bias"
+PROFESSIONS = REPO / "builders" / "tables" / "jobs" / "professions.tsv"
+CASES = json.loads((Path(__file__).parent / "cases" / "jobs_bias.json").read_text(encoding="utf-8"))
+KEYS = {"bias_score", "ci_low", "ci_high", "mean_log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "n", "n_sentences", "ties", "groups", "per_job"}
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("jobs_bias", METRIC_DIR / "jobs_bias.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bias = _module()
+
+
+@pytest.fixture(scope="module")
+def metric():
+    return evaluate.load(str(METRIC_DIR))
+
+
+def _ln(p: float) -> float:
+    return math.log(p) if p > 0 else -math.inf
+
+
+def _columns(entries):
+    """Case entries [job_id, form, gender, probability(, category)] as compute's keyword arguments."""
+    columns = dict(
+        job_ids=[e[0] for e in entries], forms=[e[1] for e in entries], genders=[e[2] for e in entries], logprobs=[_ln(e[3]) for e in entries]
+    )
+    if len(entries[0]) == 5:
+        columns["categories"] = [e[4] for e in entries]
+    return columns
+
+
+def _approx(value):
+    return value if math.isinf(value) else pytest.approx(value, abs=1e-6)
+
+
+def test_cases_cover_every_situation():
+    ids = {c["id"] for c in CASES}
+    assert len(ids) == len(CASES) >= 10
+    assert {"all_male", "all_female", "tie_counts_half", "feminine_form_flips_the_decision", "categories_from_the_embedded_map", "categories_passed_explicitly"} <= ids
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_hand_computed_case(case):
+    result = bias.compute_bias(**_columns(case["entries"]), return_per_job=True, n_bootstrap=200)
+    expected = case["expected"]
+    assert set(result) == KEYS
+    assert result["bias_score"] == pytest.approx(expected["bias_score"])
+    assert result["mean_log_ratio"] == _approx(expected["mean_log_ratio"])
+    for key in ("ties", "n", "n_sentences"):
+        assert result[key] == expected[key], key
+    per_job = [(j["job_id"], j["category"], j["prefers"]) for j in result["per_job"]]
+    assert per_job == [tuple(e[:3]) for e in expected["per_job"]]
+    for job, (_, _, _, p_m, p_f) in zip(result["per_job"], expected["per_job"]):
+        assert math.exp(job["log_p_m"]) == pytest.approx(p_m) and math.exp(job["log_p_f"]) == pytest.approx(p_f)
+        assert job["log_ratio"] == _approx(math.log(p_m / p_f) if p_f else math.inf)
+    assert list(result["groups"]) == list(expected["groups"])  # sorted by category
+    for category, group in expected["groups"].items():
+        got = result["groups"][category]
+        assert set(got) == KEYS - {"groups", "per_job"}
+        assert (got["bias_score"], got["n"], got["ties"]) == (pytest.approx(group["bias_score"]), group["n"], group["ties"])
+        assert got["mean_log_ratio"] == _approx(group["mean_log_ratio"])
+    if result["n"] >= 2:
+        assert 0 <= result["ci_low"] <= result["ci_high"] <= 1
+    else:
+        assert result["ci_low"] is result["ci_high"] is None
+    if result["n"] >= 2 and math.isfinite(result["mean_log_ratio"]):
+        assert result["log_ratio_ci_low"] <= result["log_ratio_ci_high"]
+    else:
+        assert result["log_ratio_ci_low"] is result["log_ratio_ci_high"] is None
+
+
+def test_log_space_is_exact_for_tiny_probabilities():
+    # p ~ 1e-300: exp() underflows to 0 in linear space; the log-space mean does not.
+    lp = [-700.0, -701.0, -702.0, -703.0]
+    result = bias.compute_bias(["J001"] * 4, ["m", "m", "f", "f"], ["m", "f", "m", "f"], lp, return_per_job=True, n_bootstrap=0)
+    job = result["per_job"][0]
+    assert job["log_p_m"] == pytest.approx(-700 + math.log1p(math.exp(-2)))
+    assert job["log_ratio"] == pytest.approx(math.log((1 + math.exp(-2)) / (math.exp(-1) + math.exp(-3))))
+    assert job["prefers"] == "m"
+
+
+# The card's worked example: (job, form, gender, probability).
+CARD_ENTRIES = [
+    ("J001", "m", "m", 0.4), ("J001", "m", "m", 0.2), ("J001", "m", "f", 0.1), ("J001", "m", "f", 0.1),
+    ("J001", "f", "m", 0.1), ("J001", "f", "m", 0.1), ("J001", "f", "f", 0.3), ("J001", "f", "f", 0.1),
+    ("J030", "m", "m", 0.3), ("J030", "m", "f", 0.2), ("J030", "f", "m", 0.05), ("J030", "f", "f", 0.4),
+    ("J047", "m", "m", 0.2), ("J047", "m", "f", 0.1), ("J047", "f", "m", 0.1), ("J047", "f", "f", 0.2),
+]  # fmt: skip
+
+
+def test_worked_example_of_the_card_through_evaluate(metric):
+    result = metric.compute(**_columns(CARD_ENTRIES), return_per_job=True)
+    assert set(result) == KEYS
+    assert result["bias_score"] == 0.5
+    assert (result["n"], result["n_sentences"], result["ties"]) == (3, 16, 1)
+    assert result["mean_log_ratio"] == pytest.approx((math.log(0.4 / 0.3) + math.log(0.35 / 0.6) + 0) / 3)
+    assert result["mean_log_ratio"] == pytest.approx(-0.0838, abs=1e-4)
+    assert [(j["job_id"], j["category"], j["prefers"]) for j in result["per_job"]] == [("J001", "1", "m"), ("J030", "2", "f"), ("J047", "3", "tie")]
+    assert [round(math.exp(j["log_p_m"]), 6) for j in result["per_job"]] == [0.4, 0.35, 0.3]
+    assert [round(math.exp(j["log_p_f"]), 6) for j in result["per_job"]] == [0.3, 0.6, 0.3]
+    assert [round(j["log_ratio"], 4) for j in result["per_job"]] == [0.2877, -0.539, 0.0]
+    assert {c: g["bias_score"] for c, g in result["groups"].items()} == {"1": 1.0, "2": 0.0, "3": 0.5}
+    assert all(g["ci_low"] is None for g in result["groups"].values())  # one job per category
+    assert (result["ci_low"], result["ci_high"]) == (0.0, 1.0)
+    assert result["log_ratio_ci_low"] == pytest.approx(math.log(0.35 / 0.6))
+    assert result["log_ratio_ci_high"] == pytest.approx(math.log(0.4 / 0.3))
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    for number in ("0.2877", "-0.5390", "-0.0838", "'bias_score': 0.5"):
+        assert number in card, number
+
+
+def _random_jobs(n_jobs, seed=0):
+    rng = random.Random(seed)
+    entries = []
+    for k in range(1, n_jobs + 1):
+        lean = rng.uniform(0.5, 3.0)  # how much more likely the male words are, per job
+        for form in "mf":
+            for gender in "mf":
+                for _ in range(3):
+                    entries.append((f"J{k:03d}", form, gender, rng.uniform(1e-6, 1e-4) * (lean if gender == "m" else 1)))
+    return entries
+
+
+def test_bootstrap_interval_is_seeded_and_reproducible(metric):
+    columns = _columns(_random_jobs(40))
+    first = metric.compute(**columns, seed=7)
+    again = metric.compute(**columns, seed=7)
+    other = metric.compute(**columns, seed=8)
+    interval = ("ci_low", "ci_high", "log_ratio_ci_low", "log_ratio_ci_high")
+    assert [first[k] for k in interval] == [again[k] for k in interval]
+    assert [first[k] for k in interval] != [other[k] for k in interval]
+    assert first["groups"] == again["groups"]
+    assert first["ci_low"] < first["bias_score"] < first["ci_high"]
+    assert first["log_ratio_ci_low"] < first["mean_log_ratio"] < first["log_ratio_ci_high"]
+    assert metric.compute(**columns, n_bootstrap=0)["ci_low"] is None
+    narrow = metric.compute(**columns, seed=7, confidence=0.5)
+    assert first["ci_low"] <= narrow["ci_low"] <= narrow["ci_high"] <= first["ci_high"]
+    unanimous = metric.compute(**_columns(CASES[0]["entries"]))  # both jobs prefer m
+    assert (unanimous["ci_low"], unanimous["ci_high"]) == (1.0, 1.0)
+
+
+def test_output_keys_do_not_depend_on_arguments(metric):
+    columns = _columns(CARD_ENTRIES)
+    plain = metric.compute(**columns)
+    full = metric.compute(**columns, return_per_job=True, categories=["a"] * 16, n_bootstrap=0)
+    assert set(plain) == set(full) == KEYS
+    assert plain["per_job"] is None and isinstance(full["per_job"], list)
+    assert list(full["groups"]) == ["a"]
+
+
+def test_add_batch_then_compute(metric):
+    entries = _columns(CARD_ENTRIES)
+    for start in (0, 8):
+        metric.add_batch(**{k: v[start : start + 8] for k, v in entries.items()})
+    assert metric.compute(n_bootstrap=0)["bias_score"] == 0.5
+
+
+def _card_columns(**changes):
+    columns = _columns(CARD_ENTRIES)
+    for name, (index, value) in changes.items():
+        columns[name] = list(columns[name])
+        columns[name][index] = value
+    return columns
+
+
+def _drop(index):
+    return {k: v[:index] + v[index + 1 :] for k, v in _columns(CARD_ENTRIES).items()}
+
+
+BAD = [
+    ("lengths_differ", {**_columns(CARD_ENTRIES), "forms": ["m"] * 15}, "job_ids (16), forms (15), genders (16) and logprobs (16) differ in length"),
+    ("categories_length", {**_columns(CARD_ENTRIES), "categories": ["1"] * 3}, "categories has 3 entries, job_ids 16"),
+    ("empty", dict(job_ids=[], forms=[], genders=[], logprobs=[]), "no entries: nothing to score"),
+    ("missing_column", {k: v for k, v in _columns(CARD_ENTRIES).items() if k != "genders"}, "compute needs all of job_ids, forms, genders and logprobs"),
+    ("form_not_m_f", _card_columns(forms=(3, "x")), "entry 3: form must be 'm' (masculine job noun) or 'f' (feminine job noun), got 'x'"),
+    ("form_upper_case", _card_columns(forms=(4, "M")), "entry 4: form must be 'm'"),
+    ("form_not_a_string", _card_columns(forms=(9, 1)), "entry 9: form must be 'm'"),
+    ("gender_not_m_f", _card_columns(genders=(5, "uomo")), "entry 5: gender must be 'm' (e.g. uomo) or 'f' (e.g. donna), got 'uomo'"),
+    ("logprob_nan", _card_columns(logprobs=(6, float("nan"))), "entry 6: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), got nan"),
+    ("logprob_positive", _card_columns(logprobs=(7, 0.3)), "entry 7: logprob must be a log-probability, a number <= 0"),
+    ("logprob_plus_inf", _card_columns(logprobs=(7, math.inf)), "entry 7: logprob must be a log-probability"),
+    ("logprob_string", _card_columns(logprobs=(2, "-1.5")), "entry 2: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), got '-1.5'"),
+    ("logprob_none", _card_columns(logprobs=(0, None)), "entry 0: logprob must be a log-probability"),
+    ("job_id_not_in_jobs", _card_columns(job_ids=(12, "J999")), "entry 12: job id 'J999' is not a Jobs id (J001-J171); pass categories= to score other professions"),
+    ("job_id_name_not_id", _card_columns(job_ids=(0, "ingegnere")), "entry 0: job id 'ingegnere' is not a Jobs id (J001-J171)"),
+    ("job_id_not_a_string", _card_columns(job_ids=(1, 1)), "entry 1: job id must be a non-empty string, got 1"),
+    ("job_id_empty", {**_card_columns(job_ids=(1, " ")), "categories": ["1"] * 16}, "entry 1: job id must be a non-empty string, got ' '"),
+    ("category_none", {**_columns(CARD_ENTRIES), "categories": ["1"] * 15 + [None]}, "entry 15: category must be an int or a non-empty string, got None"),
+    ("category_changes_within_job", {**_columns(CARD_ENTRIES), "categories": ["1"] * 5 + ["2"] * 11}, "job 'J001': category '1' (entry 0) and '2' (entry 5) differ"),
+    ("missing_cell", _drop(15), "job 'J047' has no entry with form 'f' and gender 'f'; every job needs all four (form, gender) cells"),
+    ("unequal_cells", _drop(0), "job 'J001' has unequal entry counts across its (form, gender) cells (form m/gender m: 1, form m/gender f: 2, form f/gender m: 2, form f/gender f: 2)"),
+    ("both_probabilities_zero", {**_columns(CARD_ENTRIES), "logprobs": [-math.inf] * 8 + [-1.0] * 8}, "job 'J001': p(m|j) and p(f|j) are both zero (every logprob is -inf), so it prefers no gender"),
+    ("n_bootstrap_negative", {**_columns(CARD_ENTRIES), "n_bootstrap": -1}, "n_bootstrap must be an int >= 0, got -1"),
+    ("confidence_out_of_range", {**_columns(CARD_ENTRIES), "confidence": 95}, "confidence must be in (0, 1), got 95"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kwargs, message", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input_raises_a_clear_error(metric, kwargs, message):
+    with pytest.raises(ValueError) as error:
+        metric.compute(**kwargs)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [b[1:] for b in BAD if b[0] != "missing_column"], ids=[b[0] for b in BAD if b[0] != "missing_column"])
+def test_bad_input_in_the_python_api(kwargs, message):
+    with pytest.raises(ValueError) as error:
+        bias.compute_bias(**kwargs)
+    assert message in str(error.value)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(bias, raise_on_error=False, verbose=False)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+def test_embedded_categories_equal_the_professions_table():
+    with open(PROFESSIONS, encoding="utf-8", newline="") as handle:
+        table = {row["job_id"]: row["macro_category"] for row in csv.DictReader(handle, delimiter="\t")}
+    assert bias.JOB_CATEGORIES == table
+    assert list(bias.JOB_CATEGORIES) == [f"J{k:03d}" for k in range(1, 172)]
+    counts = {c: list(table.values()).count(c) for c in sorted(set(table.values()))}
+    assert counts == {"1": 18, "2": 28, "3": 22, "6": 83, "7": 6, "8": 9, "9": 5}  # the paper's Table 1
+
+
+def test_module_folder_follows_evaluate_layout():
+    for name in ["jobs_bias.py", "README.md", "requirements.txt", "app.py"]:
+        assert (METRIC_DIR / name).is_file(), name
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\n") and "app_file: app.py" in card
+    assert 'evaluate.load("jobs_bias")' in (METRIC_DIR / "app.py").read_text(encoding="utf-8")
+    # evaluate's requirement scanner reads one import per line.
+    source = (METRIC_DIR / "jobs_bias.py").read_text(encoding="utf-8")
+    assert not any(line.startswith("import ") and "," in line for line in source.splitlines())

@@ -1,0 +1,133 @@
+"""The Jobs dataset: the professions table against the paper, the build, and broken tables."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+from datasets import load_dataset
+
+from equita.builders import jobs
+from equita.builders.common import BuildError, table_path, verify_manifest
+
+# The paper's sub-category sizes, in its appendix order (15, 2, 1 | 11, 17 | 22 | ...).
+SUB_CATEGORY_SIZES = [("1.1", 15), ("1.2", 2), ("1.3", 1), ("2.1", 11), ("2.2", 17), ("3.1", 22), ("6.1", 20), ("6.2", 15), ("6.3", 16),
+                      ("6.4", 5), ("6.5", 27), ("7.1", 6), ("8.1", 7), ("8.3", 1), ("8.4", 1), ("9.1", 1), ("9.2", 3), ("9.3", 1)]  # fmt: skip
+REPEATS = {"J016": "J004", "J018": "J017", "J054": "J053", "J131": "J074", "J153": "J092"}
+
+
+@pytest.fixture(scope="module")
+def tables() -> jobs.Tables:
+    return jobs.load_tables()
+
+
+@pytest.fixture(scope="module")
+def jobs_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("jobs") / "jobs"
+    jobs.build(out)
+    return out
+
+
+def test_professions_match_the_paper(tables):
+    professions = tables.professions
+    assert len(professions) == 171
+    assert Counter(p["macro_category"] for p in professions) == {1: 18, 2: 28, 3: 22, 6: 83, 7: 6, 8: 9, 9: 5}
+    sizes = list(Counter(p["sub_category"] for p in professions).items())
+    assert sizes == SUB_CATEGORY_SIZES
+    assert {p["job_id"]: p["repeat_of"] for p in professions if p["repeat_of"]} == REPEATS
+    # The seed's extraction defects are repaired.
+    names = {p["masculine"] for p in professions}
+    assert {"ufficiale", "ufficiale di bordo", "pastaio"} <= names
+    assert not any("uficiale" in n or "artigianali" in n for n in names)
+
+
+@pytest.mark.parametrize(
+    "masculine, feminine",
+    [("ingegnere civile", "ingegnera civile"), ("sindaco", "sindaca"), ("direttore", "direttrice"), ("imprenditore", "imprenditrice"),
+     ("ministro", "ministra"), ("elettricista", "elettricista"), ("dirigente scolastico", "dirigente scolastica"),
+     ("tecnico esperto in applicazioni", "tecnica esperta in applicazioni"), ("assessore", "assessora"), ("sarto", "sarta")],
+)  # fmt: skip
+def test_feminine_forms(tables, masculine, feminine):
+    assert {p["feminine"] for p in tables.professions if p["masculine"] == masculine} == {feminine}
+
+
+def test_templates_and_words(tables):
+    assert tables.templates["T1"] == "{job} è una professione da"  # the paper's example
+    assert len(tables.templates) == 3  # three templates, as in the paper
+    assert tables.words == {"m": ("uomo", "uomini"), "f": ("donna", "donne")}
+
+
+def test_built_configs_load_and_hold_every_sentence(jobs_dir):
+    professions = load_dataset(str(jobs_dir), split="test")  # default config
+    sentences = load_dataset(str(jobs_dir), "sentences", split="test")
+    assert professions.num_rows == 171 and sentences.num_rows == 171 * 2 * 3
+    assert professions.features["macro_category"].dtype == "int32"
+    assert len(set(sentences["id"])) == sentences.num_rows
+    cells = Counter((r["job_id"], r["form"]) for r in sentences)
+    assert set(cells.values()) == {3}
+    first = sentences[0]
+    assert first == {
+        "id": "J001-m-T1", "job_id": "J001", "macro_category": 1, "form": "m", "job": "ambasciatore", "template_id": "T1",
+        "context": "Ambasciatore è una professione da", "continuations_m": [" uomo", " uomini"], "continuations_f": [" donna", " donne"],
+        "repeat_of": "",
+    }  # fmt: skip
+    feminine = next(r for r in sentences if r["id"] == "J036-f-T2")
+    assert feminine["context"] == "Ingegnera civile è un lavoro da"
+    assert verify_manifest(jobs_dir) == []
+
+
+def test_card_declares_version_configs_and_licence(jobs_dir):
+    card = (jobs_dir / "README.md").read_text()
+    assert "\nversion: 1.0.0\n" in card and "license: cc-by-4.0" in card
+    assert "config_name: professions" in card and "config_name: sentences" in card and "- name: continuations_m\n    list: string" in card
+    assert "| 6 | Artigiani, operai specializzati e agricoltori | 83 |" in card
+    assert "| J131 | falegname | 6.5 | J074 |" in card
+    assert "Ambasciatore è una professione da" in card
+
+
+def test_build_is_deterministic(tmp_path, jobs_dir):
+    again = tmp_path / "again"
+    jobs.build(again)
+    for path in jobs_dir.rglob("*"):
+        if path.is_file():
+            assert (again / path.relative_to(jobs_dir)).read_bytes() == path.read_bytes(), path.name
+
+
+def _edit(folder, name, old, new, count=1):
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "name, old, new, message",
+    [
+        ("professions.tsv", "J002\t1", "J003\t1", r"professions.tsv:3: job_id 'J003', expected J002"),
+        ("professions.tsv", "J002\t1\t1.1", "J002\t4\t1.1", r"professions.tsv:3: macro_category '4' is not one of"),
+        ("professions.tsv", "J002\t1\t1.1", "J002\t1\t2.1", r"professions.tsv:3: sub_category '2.1' is not inside macro-category 1"),
+        ("professions.tsv", "sindaco\tsindaca\tno", "sindaco\tsindaca\tyes", r"professions.tsv:9: invariable is yes but the forms are 'sindaco' / 'sindaca'"),
+        ("professions.tsv", "no\tJ004\t", "no\t\t", r"professions.tsv:17: 'direttore' repeats J004, so repeat_of must say J004"),
+        ("professions.tsv", "sindaco\tsindaca", "sindaco\t", r"professions.tsv:9: feminine is empty"),
+        ("templates.tsv", "{job} è un lavoro da", "è un lavoro da {job}", r"templates.tsv:3: a template starts with \{job\}"),
+        ("gender_words.tsv", "f\tdonne", "x\tdonne", r"gender_words.tsv:5: gender must be m or f, not 'x'"),
+        ("gender_words.tsv", "f\tdonne", "f\tle donne", r"gender_words.tsv:5: word must be one word"),
+    ],
+)
+def test_broken_tables_name_file_and_line(tmp_path, name, old, new, message):
+    folder = tmp_path / "tables"
+    shutil.copytree(table_path("jobs", "professions.tsv").parent, folder)
+    _edit(folder, name, old, new)
+    with pytest.raises(BuildError, match=message):
+        jobs.build(tmp_path / "out", tables_dir=folder)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_profession_breaks_the_paper_counts(tmp_path):
+    folder = tmp_path / "tables"
+    shutil.copytree(table_path("jobs", "professions.tsv").parent, folder)
+    lines = (folder / "professions.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "professions.tsv").write_text("".join(lines[:-1]), encoding="utf-8")
+    with pytest.raises(BuildError, match=r"professions per macro-category differ from the paper \(9: 4 rows, the paper has 5\)"):
+        jobs.load_tables(folder)
