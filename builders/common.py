@@ -153,6 +153,20 @@ def dataset_info_yaml(config: str, features: Features, rows: list[dict], parquet
     }
 
 
+def config_files(configs: list[tuple[str, list[dict], Features]], default: str) -> tuple[dict[str, bytes], list[dict], list[dict]]:
+    """Parquet files, card `dataset_info` entries and card `configs` entries for (name, rows, features) configs."""
+    files, infos, entries = {}, [], []
+    for config, rows, features in configs:
+        data = parquet_bytes(rows, features)
+        files[f"{config}/{SPLIT}.parquet"] = data
+        infos.append(dataset_info_yaml(config, features, rows, data))
+        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}.parquet"}]}
+        if config == default:
+            entry["default"] = True
+        entries.append(entry)
+    return files, infos, entries
+
+
 def render_card(template: str, **context) -> str:
     """Render a dataset card template from dataset_cards/ (shipped as package data)."""
     source = (resources.files("equita.dataset_cards") / template).read_text(encoding="utf-8")

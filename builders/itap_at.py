@@ -25,12 +25,10 @@ from pathlib import Path
 from datasets import Features, Value
 
 from equita.builders.common import (
-    SPLIT,
     BuildError,
     UpstreamFile,
-    dataset_info_yaml,
+    config_files,
     fetch,
-    parquet_bytes,
     read_tsv,
     read_yaml,
     render_card,
@@ -422,17 +420,8 @@ def build(
     pat_path = Path(pat_path) if pat_path else fetch(PAT_SOURCE, source_dir)
     by_subdataset = build_rows(load_pat(pat_path), tables, pat_file=str(pat_path))
 
-    files: dict[str, bytes] = {}
-    infos, configs = [], []
     all_rows = [row for rows in by_subdataset.values() for row in rows]
-    for config, rows in [("all", all_rows), *by_subdataset.items()]:
-        data = parquet_bytes(rows, FEATURES)
-        files[f"{config}/{SPLIT}.parquet"] = data
-        infos.append(dataset_info_yaml(config, FEATURES, rows, data))
-        config_entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}.parquet"}]}
-        if config == "all":
-            config_entry["default"] = True
-        configs.append(config_entry)
+    files, infos, configs = config_files([(name, rows, FEATURES) for name, rows in [("all", all_rows), *by_subdataset.items()]], default="all")
     header = {
         "pretty_name": "ItaP-AT",
         "language": ["it"],

@@ -17,10 +17,8 @@ from pathlib import Path
 from datasets import Features, Sequence, Value
 
 from equita.builders.common import (
-    SPLIT,
     BuildError,
-    dataset_info_yaml,
-    parquet_bytes,
+    config_files,
     read_tsv,
     render_card,
     table_path,
@@ -180,15 +178,9 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, tables
     tables = load_tables(tables_dir)
     professions = [{k: p[k] for k in PROFESSION_FEATURES} for p in tables.professions]
     sentences = build_sentences(tables)
-    files, infos, configs = {}, [], []
-    for config, rows, features in [("professions", professions, PROFESSION_FEATURES), ("sentences", sentences, SENTENCE_FEATURES)]:
-        data = parquet_bytes(rows, features)
-        files[f"{config}/{SPLIT}.parquet"] = data
-        infos.append(dataset_info_yaml(config, features, rows, data))
-        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"{config}/{SPLIT}.parquet"}]}
-        if config == "professions":
-            entry["default"] = True
-        configs.append(entry)
+    files, infos, configs = config_files(
+        [("professions", professions, PROFESSION_FEATURES), ("sentences", sentences, SENTENCE_FEATURES)], default="professions"
+    )
     header = {
         "pretty_name": "Jobs",
         "language": ["it"],

@@ -56,6 +56,16 @@ def synthesize_pat(tables: itap_at.Tables, seed: int = 0) -> dict:
     return data
 
 
+def load_metric_module(name: str):
+    """metrics/<name>/<name>.py imported as a plain module, for its pure functions and doctests."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "metrics" / name / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def tables() -> itap_at.Tables:
     return itap_at.load_tables()

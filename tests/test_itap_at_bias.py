@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import json
 import math
 from importlib import resources
@@ -12,20 +11,13 @@ from pathlib import Path
 import evaluate
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_metric_module
 
 METRIC_DIR = REPO / "metrics" / "itap_at_bias"
 CASES = json.loads((Path(__file__).parent / "cases" / "itap_at_bias_answers.json").read_text(encoding="utf-8"))
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("itap_at_bias", METRIC_DIR / "itap_at_bias.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bias = _module()
+bias = load_metric_module("itap_at_bias")
 
 
 @pytest.fixture(scope="module")

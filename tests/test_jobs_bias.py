@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import doctest
-import importlib.util
 import json
 import math
 import random
@@ -13,7 +12,7 @@ from pathlib import Path
 import evaluate
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_metric_module
 
 METRIC_DIR = REPO / "metrics" / "jobs_bias"
 PROFESSIONS = REPO / "builders" / "tables" / "jobs" / "professions.tsv"
@@ -21,14 +20,7 @@ CASES = json.loads((Path(__file__).parent / "cases" / "jobs_bias.json").read_tex
 KEYS = {"bias_score", "ci_low", "ci_high", "mean_log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "n", "n_sentences", "ties", "groups", "per_job"}
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("jobs_bias", METRIC_DIR / "jobs_bias.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bias = _module()
+bias = load_metric_module("jobs_bias")
 
 
 @pytest.fixture(scope="module")
