@@ -1,9 +1,10 @@
 """Dataset builders: each task declares one TaskSpec; TASKS is the registry."""
 
+from equita.builders.gfg import SPEC as GFG
 from equita.builders.itap_at import SPEC as ITAP_AT
 from equita.builders.jobs import SPEC as JOBS
 
-TASKS = {spec.id: spec for spec in (ITAP_AT, JOBS)}
+TASKS = {spec.id: spec for spec in (ITAP_AT, JOBS, GFG)}
 
 
 def get_task(name: str):

@@ -43,8 +43,8 @@ class UpstreamFile:
     repo: str  # "org/name", as on GitHub or the Hub
     path: str  # path inside the repository
     revision: str  # commit the checksum was taken at
-    sha256: str
-    url: str  # download address of exactly that revision
+    sha256: str | None  # None: not pinned yet (the observed checksum is recorded, not verified)
+    url: str  # download address of exactly that revision; "hf://datasets/<repo>" for a Hub dataset file
     license: str
 
     def mirror_path(self, source_dir: Path) -> Path:
@@ -65,11 +65,11 @@ def fetch(upstream: UpstreamFile, source_dir: Path | None = None) -> Path:
             raise BuildError(f"{path}: not found; the mirror folder must hold {upstream.repo}/{upstream.path}")
     else:
         cache = Path(os.environ.get(CACHE_DIR_ENV, Path.home() / ".cache" / "equita")) / "sources"
-        path = cache / upstream.sha256 / Path(upstream.path).name
+        path = cache / (upstream.sha256 or f"{upstream.repo.replace('/', '--')}@{upstream.revision}") / Path(upstream.path).name
         if not path.is_file():
             _download(upstream, path)
     digest = sha256_file(path)
-    if digest != upstream.sha256:
+    if upstream.sha256 is not None and digest != upstream.sha256:
         raise BuildError(
             f"{path}: checksum mismatch for {upstream.repo}/{upstream.path}@{upstream.revision[:12]}: "
             f"expected sha256 {upstream.sha256}, got {digest} (corrupted, truncated or another revision)"
@@ -78,6 +78,9 @@ def fetch(upstream: UpstreamFile, source_dir: Path | None = None) -> Path:
 
 
 def _download(upstream: UpstreamFile, path: Path) -> None:
+    if upstream.url.startswith("hf://datasets/"):
+        _download_from_hub(upstream, path)
+        return
     try:
         response = requests.get(upstream.url, timeout=60)
         response.raise_for_status()
@@ -90,6 +93,21 @@ def _download(upstream: UpstreamFile, path: Path) -> None:
     partial = path.with_suffix(path.suffix + ".partial")
     partial.write_bytes(response.content)
     partial.replace(path)
+
+
+def _download_from_hub(upstream: UpstreamFile, path: Path) -> None:
+    """A Hub dataset file through huggingface_hub (it handles tokens for gated repos)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        local = hf_hub_download(upstream.repo, upstream.path, repo_type="dataset", revision=upstream.revision)
+    except Exception as error:  # offline, gated without a token, missing revision
+        raise BuildError(
+            f"{upstream.repo}/{upstream.path}@{upstream.revision}: Hub download failed ({type(error).__name__}); offline, pass "
+            f"--source-dir or set ${SOURCE_DIR_ENV} to a mirror folder holding {upstream.repo}/{upstream.path}"
+        ) from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(local, path)
 
 
 def sha256_file(path: Path) -> str:

@@ -19,5 +19,6 @@ class TaskSpec:
     build: Callable[..., dict] = field(repr=False)  # build(out: Path, source_dir: Path | None, force: bool)
     metric: str | None = None  # metrics/<metric>/, once it exists
 
-    def build_to(self, out: Path, source_dir: Path | None = None, force: bool = False) -> dict:
-        return self.build(out=Path(out), source_dir=source_dir, force=force)
+    def build_to(self, out: Path, source_dir: Path | None = None, force: bool = False, **options) -> dict:
+        """Build into `out`; `options` are the builder's own (gfg: gfl_it=FILE)."""
+        return self.build(out=Path(out), source_dir=source_dir, force=force, **options)

@@ -37,6 +37,9 @@ def build(
         typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Mirror of the upstream files, as <org>/<repo>/<path>; default: download pinned revisions."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder.")] = False,
+    gfl_it: Annotated[
+        Optional[Path], typer.Option("--gfl-it", help="gfg only: the GFL-it corpus file you hold (not public); adds its configs.")
+    ] = None,
 ) -> None:
     """Build a dataset folder (parquet configs, card, manifest) from upstream sources and the project's tables."""
     try:
@@ -44,8 +47,14 @@ def build(
     except KeyError as error:
         console.print(f"[red]error:[/red] {escape(error.args[0])}")
         raise typer.Exit(2) from None
+    options = {}
+    if gfl_it is not None:
+        if spec.id != "gfg":
+            console.print(f"[red]error:[/red] --gfl-it applies to gfg only, not {escape(spec.cli_name)}")
+            raise typer.Exit(2)
+        options["gfl_it"] = gfl_it
     try:
-        manifest = spec.build_to(out, source_dir=source_dir, force=force)
+        manifest = spec.build_to(out, source_dir=source_dir, force=force, **options)
     except BuildError as error:
         console.print(f"[red]build failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None

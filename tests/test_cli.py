@@ -49,3 +49,9 @@ def test_build_jobs_needs_no_upstream(tmp_path):
     result = run("build", "jobs", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert load_dataset(str(out), "sentences", split="test").num_rows == 1026
+
+
+def test_gfl_it_option_is_for_gfg_only(tmp_path):
+    result = run("build", "jobs", "--out", str(tmp_path / "x"), "--gfl-it", str(tmp_path / "g.json"))
+    assert result.returncode == 2
+    assert "--gfl-it applies to gfg only, not jobs" in result.stderr

@@ -163,18 +163,6 @@ def test_docstring_examples():
     assert result.attempted >= 3 and result.failed == 0
 
 
-def test_module_folder_follows_evaluate_layout_and_ships_installed():
-    for name in ["itap_at_bias.py", "README.md", "requirements.txt", "app.py"]:
-        assert (METRIC_DIR / name).is_file(), name
-    installed = Path(str(resources.files("equita.metrics") / "itap_at_bias"))
-    assert (installed / "itap_at_bias.py").read_bytes() == (METRIC_DIR / "itap_at_bias.py").read_bytes()
-    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\n") and "app_file: app.py" in card
-    # evaluate's requirement scanner reads one import per line.
-    source = (METRIC_DIR / "itap_at_bias.py").read_text(encoding="utf-8")
-    assert not any(line.startswith("import ") and "," in line for line in source.splitlines())
-
-
 def test_loading_from_the_installed_package(tmp_path):
     installed = str(resources.files("equita.metrics") / "itap_at_bias")
     metric = evaluate.load(installed)

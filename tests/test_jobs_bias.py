@@ -234,14 +234,3 @@ def test_embedded_categories_equal_the_professions_table():
     assert list(bias.JOB_CATEGORIES) == [f"J{k:03d}" for k in range(1, 172)]
     counts = {c: list(table.values()).count(c) for c in sorted(set(table.values()))}
     assert counts == {"1": 18, "2": 28, "3": 22, "6": 83, "7": 6, "8": 9, "9": 5}  # the paper's Table 1
-
-
-def test_module_folder_follows_evaluate_layout():
-    for name in ["jobs_bias.py", "README.md", "requirements.txt", "app.py"]:
-        assert (METRIC_DIR / name).is_file(), name
-    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\n") and "app_file: app.py" in card
-    assert 'evaluate.load("jobs_bias")' in (METRIC_DIR / "app.py").read_text(encoding="utf-8")
-    # evaluate's requirement scanner reads one import per line.
-    source = (METRIC_DIR / "jobs_bias.py").read_text(encoding="utf-8")
-    assert not any(line.startswith("import ") and "," in line for line in source.splitlines())
