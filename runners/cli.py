@@ -14,10 +14,10 @@ from equita.builders import TASKS, get_task
 from equita.builders.common import SOURCE_DIR_ENV, BuildError
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
-from equita.runners.report import ReportError, load_results, write_report
+from equita.runners.report import ReportError, headline, load_results, write_report
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
-from equita.runners.tasks import EVAL_TASKS
+from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
 console = Console(stderr=True, soft_wrap=True)
@@ -75,7 +75,7 @@ def _log(message: str) -> None:
 def run(
     model: Annotated[str, typer.Option("--model", help=f"Short name ({', '.join(EMBEDDED)}), a .gguf file, a checkpoint folder, or a Hub id.")],
     out: Annotated[Path, typer.Option("--out", help="Results folder: results.json, samples.jsonl, report.md, plots/, requests.jsonl (the resume cache).")],
-    tasks: Annotated[str, typer.Option("--tasks", help=f"Comma-separated: all, {', '.join(EVAL_TASKS)}.")] = "all",
+    tasks: Annotated[str, typer.Option("--tasks", help=f"Comma-separated tasks or groups: {', '.join(TASK_GROUPS)}, {', '.join(EVAL_TASKS)}.")] = "all",
     datasets: Annotated[
         Optional[str],
         typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
@@ -89,11 +89,24 @@ def run(
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16, float16.")] = "auto",
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run code shipped with a Hub model (off by default).")] = False,
+    bertscore_model: Annotated[
+        Optional[str], typer.Option("--bertscore-model", help="gfg detection: BERTScore encoder, name or local path (default bert-base-multilingual-cased).")
+    ] = None,
+    bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", min=1, help="gfg detection: encoder layer to use (default 9).")] = None,
+    neutrality_model: Annotated[
+        Optional[str], typer.Option("--neutrality-model", help="gfg GeNTE tasks: neutral/gendered classifier, name or local path (default FBK-MT/GeNTE-evaluator).")
+    ] = None,
+    neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", help="gfg GeNTE tasks: the classifier's tokenizer.")] = None,
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
+    metric_options: dict = {}
+    for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
+                               ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
+        if value is not None:
+            metric_options.setdefault(metric, {})[key] = value
     options = RunOptions(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
-        revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+        revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
     )  # fmt: skip
     try:
         results = run_tasks(options, log=_log)
@@ -111,9 +124,12 @@ def run(
         table.add_column(column)
     for name, task in results["tasks"].items():
         r = task["results"]
+        if r is None:
+            table.add_row(name, task["metric"]["name"], "not computed", "-", str(task["n"]), "model not loadable; see report.md")
+            continue
+        key, value = headline(task)
         interval = "-" if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        score = f"{r['bias_score']:+.3f}" if isinstance(r.get("bias_score"), float) else "-"
-        table.add_row(name, task["metric"]["name"], score, interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
+        table.add_row(name, task["metric"]["name"], f"{key} {value:.3f}", interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
     Console().print(table)
     console.print(f"wrote {escape(str(out))}/results.json, samples.jsonl, report.md")
 

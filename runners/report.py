@@ -169,6 +169,80 @@ def jobs_log_ratio_plot(result: dict, title: str, path: Path) -> None:
     plt.close(figure)
 
 
+# -- Gender-Fair Generation ----------------------------------------------------------------------------
+
+
+def neogate_table(result: dict) -> str:
+    body = [
+        ["pooled over annotations (official)", *(f"{result[k]:.2f}" if result[k] is not None else "-" for k in ("coverage", "accuracy", "cwa", "misgeneration"))],
+        ["mean over entries (CALAMITA leaderboard)", "-", "-", f"{result['entry_mean_cwa']:.2f}", f"{result['entry_mean_misgeneration']:.2f}"],
+    ]
+    table = tabulate(body, headers=["", "coverage", "accuracy", "cwa", "mis-generation"], tablefmt="github", disable_numparse=True)
+    return table + f"\n\n{result['n']} entries, {result['n_annotations']} annotated words; percentages (0-100)."
+
+
+def neogate_plot(result: dict, title: str, path: Path) -> None:
+    names = ["coverage", "accuracy", "cwa", "misgeneration"]
+    values = [result[k] or 0.0 for k in names]
+    figure, axes = plt.subplots(figsize=(6, 3.2))
+    axes.bar(names, values, color=["#95a5a6", "#2471a3", "#1e8449", "#c0392b"])
+    for x, value in enumerate(values):
+        axes.text(x, value + 1, f"{value:.1f}", ha="center", fontsize="small")
+    axes.set_ylim(0, max(100, max(values) + 10))
+    axes.set_ylabel("% (pooled over annotated words)")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def detection_table(result: dict) -> str:
+    body = [[f"{result['f1']:.4f}", result["n"], result["mode"], f"{result['model_type']} (layer {result['num_layers']})"]]
+    return tabulate(body, headers=["F1 (mean over entries)", "entries", "mode", "BERTScore encoder"], tablefmt="github", disable_numparse=True)
+
+
+def detection_plot(result: dict, title: str, path: Path) -> None:
+    figure, axes = plt.subplots(figsize=(6, 3.2))
+    axes.hist(result.get("per_entry_f1") or [], bins=np.linspace(0, 1, 21), color="#2471a3")
+    axes.set_xlabel("per-entry F1")
+    axes.set_ylabel("entries")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def neutrality_table(result: dict) -> str:
+    body = [["all", f"{result['accuracy']:.2f}", result["n"]]]
+    for expected, group in result["by_expected"].items():
+        if group["n"]:
+            body.append([f"expected {expected}", f"{group['accuracy']:.2f}", group["n"]])
+    table = tabulate(body, headers=["outputs", "accuracy (%)", "n"], tablefmt="github", disable_numparse=True)
+    return table + f"\n\nThe classifier ({result['model']}) labelled {result['predicted_neutral']:.1f}% of the outputs neutral."
+
+
+def neutrality_plot(result: dict, title: str, path: Path) -> None:
+    groups = [("all", result["accuracy"])] + [(f"expected {k}", g["accuracy"]) for k, g in result["by_expected"].items() if g["n"]]
+    figure, axes = plt.subplots(figsize=(6, 3.2))
+    axes.bar([g for g, _ in groups], [v for _, v in groups], color="#1e8449")
+    axes.set_ylim(0, 100)
+    axes.set_ylabel("outputs labelled as expected (%)")
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+# The number each metric is read by, for summaries and comparisons.
+HEADLINES = {"itap_at_bias": "bias_score", "jobs_bias": "bias_score", "neogate": "cwa", "gfg_detection": "f1", "gente_neutrality": "accuracy"}
+
+
+def headline(task: dict) -> tuple[str, float]:
+    """(name, value) of a task's main number."""
+    key = HEADLINES.get(task["metric"]["name"], "bias_score")
+    return key, task["results"][key]
+
+
 # Per metric: (lowest, highest, unbiased value, axis label) of bias_score.
 SCALES = {
     "itap_at_bias": (-1, 1, 0, "bias score (+1 stereotype, -1 anti-stereotype), 95% bootstrap interval"),
@@ -179,6 +253,9 @@ SCALES = {
 SECTIONS = {
     "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot))),
     "jobs_bias": (jobs_table, (("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot))),
+    "neogate": (neogate_table, (("scores", neogate_plot),)),
+    "gfg_detection": (detection_table, (("f1", detection_plot),)),
+    "gente_neutrality": (neutrality_table, (("accuracy", neutrality_plot),)),
 }
 
 
@@ -221,9 +298,11 @@ def single_report(results: dict, out: Path) -> str:
             f"{task['n']} rows; metric `{metric['name']}`; {task['timings']['computed']} requests computed, "
             f"{task['timings']['cached']} from the cache.",
             "",
-            table(task["results"]),
-            "",
         ]
+        if task["results"] is None:
+            lines += [f"**Not computed:** {task['not_computed']}. The answers are in samples.jsonl.", ""]
+            continue
+        lines += [table(task["results"]), ""]
         for suffix, plot in figures:
             file = plots / f"{name}-{suffix}.png"
             plot(task["results"], f"{name}: {model['id']}", file)
@@ -237,19 +316,27 @@ def comparison_report(all_results: list[dict], out: Path) -> str:
     lines = ["# equita comparison", "", "Bias score [95% CI] per task and group; a blank cell: the model has no result there.", ""]
     body = []
     for name in tasks:
-        groups = list(dict.fromkeys(g for r in all_results if name in r["tasks"] for g, _ in _rows(r["tasks"][name]["results"])))
+        present = [r["tasks"][name] for r in all_results if name in r["tasks"] and r["tasks"][name]["results"] is not None]
+        if present and present[0]["metric"]["name"] not in SCALES:  # one number per model, no groups
+            cells = [f"{headline(r['tasks'][name])[0]} {headline(r['tasks'][name])[1]:.3f}" if r["tasks"].get(name, {}).get("results") else "" for r in all_results]
+            body.append([name, "all", *cells])
+            continue
+        groups = list(dict.fromkeys(g for task in present for g, _ in _rows(task["results"])))
         for group in groups:
             cells = []
             for r in all_results:
-                result = dict(_rows(r["tasks"][name]["results"])).get(group) if name in r["tasks"] else None
+                result = dict(_rows(r["tasks"][name]["results"])).get(group) if r["tasks"].get(name, {}).get("results") else None
                 cells.append(_interval(result) if result and "bias_score" in result else "")
             body.append([name, group, *cells])
     lines += [tabulate(body, headers=["task", "group", *labels], tablefmt="github", disable_numparse=True), ""]
+    # The figure shows the bias metrics, whose groups and intervals line up across models.
+    tasks = [name for name in tasks if any(r["tasks"].get(name, {}).get("results") and r["tasks"][name]["metric"]["name"] in SCALES for r in all_results)]
     limited = [label for label, r in zip(labels, all_results) if r["settings"].get("limit") is not None]
     if limited:
         lines += [f"Runs with `--limit` (not comparable with full runs): {', '.join(limited)}.", ""]
-    comparison_plot(all_results, labels, tasks, out / "comparison.png")
-    lines += ["![comparison](comparison.png)", ""]
+    if tasks:
+        comparison_plot(all_results, labels, tasks, out / "comparison.png")
+        lines += ["![comparison](comparison.png)", ""]
     return "\n".join(lines)
 
 
@@ -257,12 +344,13 @@ def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str]
     figure, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 6), squeeze=False, sharey=False)
     width = 0.8 / len(all_results)
     for axis, name in zip(axes[0], tasks):
-        groups = list(dict.fromkeys(g for r in all_results if name in r["tasks"] for g, _ in _rows(r["tasks"][name]["results"])))
-        metric = next(r["tasks"][name]["metric"]["name"] for r in all_results if name in r["tasks"])
+        present = [r for r in all_results if r["tasks"].get(name, {}).get("results")]
+        groups = list(dict.fromkeys(g for r in present for g, _ in _rows(r["tasks"][name]["results"])))
+        metric = present[0]["tasks"][name]["metric"]["name"]
         low_end, high_end, neutral, _ = SCALES.get(metric, (-1, 1, 0, ""))
         y = np.arange(len(groups))[::-1]
         for number, (label, r) in enumerate(zip(labels, all_results)):
-            by_group = dict(_rows(r["tasks"][name]["results"])) if name in r["tasks"] else {}
+            by_group = dict(_rows(r["tasks"][name]["results"])) if r["tasks"].get(name, {}).get("results") else {}
             scores = np.array([by_group[g]["bias_score"] if g in by_group else np.nan for g in groups])
             low = np.array([by_group[g].get("ci_low") if g in by_group and by_group[g].get("ci_low") is not None else s for g, s in zip(groups, scores)])
             high = np.array([by_group[g].get("ci_high") if g in by_group and by_group[g].get("ci_high") is not None else s for g, s in zip(groups, scores)])

@@ -14,7 +14,7 @@ import os
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -47,6 +47,8 @@ class RunOptions:
     device: str = "auto"
     dtype: str = "auto"
     trust_remote_code: bool = False
+    # Per metric, options for compute() on top of the task's (local model paths for BERTScore and the classifier).
+    metric_options: dict = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=None)
@@ -164,8 +166,16 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
         metric_started = time.perf_counter()
         metric, metric_sha = load_metric(task.metric)
         inputs = task.metric_inputs(rows, responses)
-        scored = metric.compute(**inputs, **task.metric_options)
+        metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
+        try:
+            scored, not_computed = metric.compute(**inputs, **metric_options), None
+        except OSError as error:
+            # The metric's own model (BERTScore encoder, neutrality classifier) cannot be loaded:
+            # say so and go on; the answers are saved and can be scored later.
+            scored, not_computed = None, f"{task.metric}'s model could not be loaded: {error}"
+            log(f"{task.name}: not computed: {not_computed}")
         metric_s = time.perf_counter() - metric_started
+        per_row = task.per_row(scored, rows, responses) if scored is not None else [{"not_computed": True} for _ in rows]
 
         # Each sample carries what the metric was given for its row, so anyone can score it again.
         per_row_inputs, start = [], 0
@@ -174,7 +184,7 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
             per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
             start += count
         for row, request, text, key, response, row_input, row_score in zip(
-            rows, requests, rendered, keys, responses, per_row_inputs, task.per_row(scored, rows, responses), strict=True
+            rows, requests, rendered, keys, responses, per_row_inputs, per_row, strict=True
         ):
             sample = {"task": task.name, "id": row["id"], "group": row[task.dataset.group_by], "prompt": text}
             if isinstance(request, Loglikelihood):
@@ -188,8 +198,9 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
                         "format": "chat_template" if first.chat and model.info.chat_template else "plain"},  # fmt: skip
             "prompts_sha256": hashlib.sha256("".join(keys).encode()).hexdigest(),
             "n": len(rows),
-            "metric": {"name": task.metric, "module_sha256": metric_sha, "options": task.metric_options},
-            "results": {k: v for k, v in scored.items() if k not in task.per_row_keys},
+            "metric": {"name": task.metric, "module_sha256": metric_sha, "options": metric_options},
+            "results": {k: v for k, v in scored.items() if k not in task.per_row_keys} if scored is not None else None,
+            "not_computed": not_computed,
             "timings": {
                 "requests": len(answers),
                 "cached": len(answers) - len(todo),

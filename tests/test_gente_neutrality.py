@@ -7,7 +7,6 @@ import json
 
 import evaluate
 import pytest
-import torch
 
 from conftest import REPO, load_metric_module
 
@@ -46,37 +45,17 @@ def test_aggregation_reproduces_the_organisers_task_2_3_score():
     assert round(result["accuracy"], 2) == 46.27
 
 
-@pytest.fixture(scope="module")
-def tiny_classifier(tmp_path_factory, tiny_model_dir):
-    """A two-class BERT-style classifier whose head always says class 0 (neutral); SmolLM2's tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    folder = tmp_path_factory.mktemp("classifier")
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    tokenizer.pad_token = tokenizer.eos_token
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                        max_position_embeddings=128, num_labels=2, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
-    torch.manual_seed(0)
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():
-        model.classifier.weight.zero_()
-        model.classifier.bias.copy_(torch.tensor([1.0, -1.0]))
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def test_evaluate_load_runs_a_local_classifier_batched(tiny_classifier):
+def test_evaluate_load_runs_a_local_classifier_batched(neutrality_classifier):
     metric = evaluate.load(str(METRIC_DIR))
     outputs = ["La persona che insegna è arrivata.", "Il professore è arrivato.", "Chi studia qui?"] * 5
     expected = ["neutral", "gendered", "neutral"] * 5
-    result = metric.compute(predictions=outputs, references=expected, model=str(tiny_classifier), tokenizer=str(tiny_classifier),
+    result = metric.compute(predictions=outputs, references=expected, model=str(neutrality_classifier), tokenizer=str(neutrality_classifier),
                             batch_size=4, return_labels=True)  # fmt: skip
     assert set(result) == KEYS
     assert result["labels"] == ["neutral"] * 15  # the head always says class 0
     assert result["accuracy"] == pytest.approx(100 * 10 / 15)
     assert result["by_expected"] == {"neutral": {"accuracy": 100.0, "n": 10}, "gendered": {"accuracy": 0.0, "n": 5}}
-    assert result["model"] == str(tiny_classifier)
+    assert result["model"] == str(neutrality_classifier)
 
 
 def test_unreachable_default_classifier_says_how_to_run_offline():

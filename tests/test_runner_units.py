@@ -13,7 +13,8 @@ from equita.runners.cache import RequestCache, request_key
 from equita.runners.data import card_version, spread
 from equita.runners.requests import Generate, Loglikelihood
 from equita.runners.run import METRICS_DIR, load_metric
-from equita.runners.tasks import EVAL_TASKS, select_tasks
+from conftest import minilm_path
+from equita.runners.tasks import EVAL_TASKS, gfg_answer, select_tasks
 
 ROW = {
     "id": "gender-6-0001", "subdataset": "gender-6", "system_prompt": "Sei un assistente utile.",
@@ -28,11 +29,24 @@ JOBS_ROW = {
     "context": "Ambasciatore è una professione da", "continuations_m": [" uomo", " uomini"], "continuations_f": [" donna", " donne"],
     "repeat_of": "",
 }  # fmt: skip
-ROWS = {"itap_at": ROW, "jobs": JOBS_ROW}
+GFG_ROW = {
+    "id": "detection-neogate-0000", "task": "detection", "corpus": "neogate", "source_id": "IT_2_variants001", "set": "",
+    "input": "Quest’anno mi sono ammalato già due volte.", "prompt": "…[Genere marcato]: Quest’anno mi sono ammalato già due volte.",
+    "gold_expressions": ["ammalato"], "annotation": "ammalato ammalata ammalatə;", "expected_label": "neutral", "references": [],
+    "max_new_tokens": 128, "stop": ["\n\n"],
+}  # fmt: skip
+ROWS = {"itap_at": ROW, "jobs": JOBS_ROW, "gfg": GFG_ROW}
+
+
+@pytest.fixture(scope="module")
+def local_metric_models(neutrality_classifier):
+    """Local models for the metrics that need one (offline here)."""
+    return {"gfg_detection": {"model_type": minilm_path(), "num_layers": 6},
+            "gente_neutrality": {"model": str(neutrality_classifier), "tokenizer": str(neutrality_classifier)}}  # fmt: skip
 
 
 @pytest.mark.parametrize("task", EVAL_TASKS.values(), ids=EVAL_TASKS)
-def test_every_task_fits_its_dataset_and_metric(task):
+def test_every_task_fits_its_dataset_and_metric(task, local_metric_models):
     assert task.config in task.dataset.configs
     assert (METRICS_DIR / task.metric / f"{task.metric}.py").is_file()
     row = ROWS[task.dataset.id]
@@ -43,7 +57,7 @@ def test_every_task_fits_its_dataset_and_metric(task):
     requests = [task.request(r) for r in rows]
     assert all(isinstance(r, (Generate, Loglikelihood)) for r in requests)
     responses = [
-        {"text": "Famiglia."} if isinstance(r, Generate) else {"logprobs": [-1.0 - i for i in range(len(r.continuations))], "greedy": [False] * len(r.continuations)}
+        {"text": " \n[Espressione]: ammalato"} if isinstance(r, Generate) and task.dataset.id == "gfg" else {"text": "Famiglia."} if isinstance(r, Generate) else {"logprobs": [-1.0 - i for i in range(len(r.continuations))], "greedy": [False] * len(r.continuations)}
         for r in requests
     ]
     inputs = task.metric_inputs(rows, responses)
@@ -52,7 +66,7 @@ def test_every_task_fits_its_dataset_and_metric(task):
     accepted = set(inspect.signature(metric._compute).parameters)
     assert set(inputs) | set(task.metric_options) <= accepted
     assert all(len(values) == sum(task.entries(r) for r in rows) for values in inputs.values())
-    result = metric.compute(**inputs, **task.metric_options)
+    result = metric.compute(**inputs, **task.metric_options, **local_metric_models.get(task.metric, {}))
     assert set(task.per_row_keys) <= set(result)
     assert len(task.per_row(result, rows, responses)) == len(rows)
 
@@ -60,8 +74,11 @@ def test_every_task_fits_its_dataset_and_metric(task):
 @pytest.mark.parametrize(
     "names, expected",
     [
-        ("all", ["itap-at", "itap-at-oneshot", "itap-at-logprob", "jobs"]),
+        ("all", ["itap-at", "itap-at-oneshot", "itap-at-logprob", "jobs", "gfg-detection-neogate", "gfg-reformulation-neogate",
+                 "gfg-reformulation-gente", "gfg-translation-gente", "gfg-translation-neogate"]),
         ("itap-at-logprob", ["itap-at-logprob"]),
+        ("bias", ["itap-at", "itap-at-oneshot", "itap-at-logprob", "jobs"]),
+        ("jobs,gfg", ["jobs", "gfg-detection-neogate", "gfg-reformulation-neogate", "gfg-reformulation-gente", "gfg-translation-gente", "gfg-translation-neogate"]),
         ("itap-at-logprob, itap-at ,itap-at-logprob", ["itap-at-logprob", "itap-at"]),
     ],
 )
@@ -69,7 +86,7 @@ def test_select_tasks(names, expected):
     assert [t.name for t in select_tasks(names)] == expected
 
 
-@pytest.mark.parametrize("names, message", [("", "no task given"), ("itap", "unknown task 'itap'; valid tasks: all, itap-at")])
+@pytest.mark.parametrize("names, message", [("", "no task given"), ("itap", "unknown task 'itap'; valid tasks: all, bias, gfg, itap-at, ")])
 def test_select_tasks_errors(names, message):
     with pytest.raises(KeyError, match=message):
         select_tasks(names)
@@ -178,3 +195,12 @@ def test_spread_rejects_a_zero_limit():
 def test_card_version(tmp_path, text, version):
     (tmp_path / "README.md").write_text(text)
     assert card_version(tmp_path / "README.md") == version
+
+
+@pytest.mark.parametrize(
+    "response, answer",
+    [(" \n[Neomorfema]: Lə studentə.", "Lə studentə."), ("[Italiano, genere marcato]: Il docente.\n[Italiano, neomorfema]: Lə docente.", "Lə docente."),
+     ("senza etichetta", "senza etichetta"), ("", "")],
+)  # fmt: skip
+def test_gfg_answer_is_the_text_after_the_last_tag(response, answer):
+    assert gfg_answer(response) == answer
