@@ -14,6 +14,7 @@ from equita.builders import TASKS, get_task
 from equita.builders.common import SOURCE_DIR_ENV, BuildError
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
+from equita.runners.publish import PublishError, publish_dataset
 from equita.runners.report import ReportError, headline, load_results, write_report
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
@@ -148,6 +149,21 @@ def report(
     target = out or (results[0] if len(results) == 1 else Path("comparison"))
     path = write_report(loaded, target)
     console.print(f"wrote {escape(str(path))}")
+
+
+@app.command()
+def publish(
+    folder: Annotated[Path, typer.Argument(help="A dataset folder built by `equita build`.")],
+    repo_id: Annotated[str, typer.Option("--repo-id", help="Hub dataset repository, ORG/NAME.")],
+    version: Annotated[str, typer.Option("--version", help="The version the folder was built as (its card's); tagged vX.Y.Z.")],
+) -> None:
+    """Upload a built dataset to the Hub in one commit and tag it; the token comes from `hf auth login` or HF_TOKEN."""
+    try:
+        commit, tag = publish_dataset(folder, repo_id, version, log=_log)
+    except PublishError as error:
+        console.print(f"[red]publish failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    print(f"commit {commit}\ntag {tag}")
 
 
 @app.command("tasks")
