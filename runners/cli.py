@@ -14,7 +14,7 @@ from equita.builders import TASKS, get_task
 from equita.builders.common import SOURCE_DIR_ENV, BuildError
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
-from equita.runners.publish import PublishError, publish_dataset
+from equita.runners.publish import PublishError, publish_dataset, publish_metric, submit_results
 from equita.runners.report import ReportError, headline, load_results, write_report
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
@@ -98,8 +98,15 @@ def run(
         Optional[str], typer.Option("--neutrality-model", help="gfg GeNTE tasks: neutral/gendered classifier, name or local path (default FBK-MT/GeNTE-evaluator).")
     ] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", help="gfg GeNTE tasks: the classifier's tokenizer.")] = None,
+    push: Annotated[bool, typer.Option("--push", help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`.")] = False,
+    results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="With --push: the central results dataset, ORG/NAME.")] = None,
+    model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="With --push: also open a pull request on this model repo.")] = None,
+    datasets_org: Annotated[str, typer.Option("--datasets-org", help="With --push: where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
+    if push and not results_repo:
+        console.print("[red]error:[/red] --push needs --results-repo ORG/NAME")
+        raise typer.Exit(2)
     metric_options: dict = {}
     for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
                                ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
@@ -133,6 +140,13 @@ def run(
         table.add_row(name, task["metric"]["name"], f"{key} {value:.3f}", interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
     Console().print(table)
     console.print(f"wrote {escape(str(out))}/results.json, samples.jsonl, report.md")
+    if push:
+        try:
+            opened = submit_results(out, results_repo, model_repo=model_repo, datasets_org=datasets_org, log=_log)
+        except PublishError as error:
+            console.print(f"[red]push failed:[/red] {escape(str(error))} (the results are saved; run `equita submit {escape(str(out))}` later)", highlight=False)
+            raise typer.Exit(1) from None
+        print("\n".join(opened))
 
 
 @app.command()
@@ -164,6 +178,36 @@ def publish(
         console.print(f"[red]publish failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
     print(f"commit {commit}\ntag {tag}")
+
+
+@app.command("publish-metric")
+def publish_metric_command(
+    folder: Annotated[Path, typer.Argument(help="A metric folder, e.g. metrics/itap_at_bias.")],
+    repo_id: Annotated[str, typer.Option("--repo-id", help="Hub Space, ORG/NAME (NAME becomes the module name).")],
+) -> None:
+    """Publish an evaluate metric module as a Gradio Space, so that evaluate.load("ORG/NAME") works."""
+    try:
+        commit = publish_metric(folder, repo_id, log=_log)
+    except PublishError as error:
+        console.print(f"[red]publish failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    print(f"commit {commit}")
+
+
+@app.command()
+def submit(
+    results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run`.")],
+    results_repo: Annotated[str, typer.Option("--results-repo", help="The central results dataset, ORG/NAME.")],
+    model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="Also open a pull request with .eval_results/*.yaml on this model repo.")] = None,
+    datasets_org: Annotated[str, typer.Option("--datasets-org", help="Where the benchmark datasets are published.")] = "equita",
+) -> None:
+    """Open pull requests with a run's results (never a direct push); a repeated submission opens nothing new."""
+    try:
+        opened = submit_results(results_dir, results_repo, model_repo=model_repo, datasets_org=datasets_org, log=_log)
+    except PublishError as error:
+        console.print(f"[red]submit failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    print("\n".join(opened))
 
 
 @app.command("tasks")

@@ -6,6 +6,7 @@ or HF_TOKEN). A token never reaches a message: errors are rewritten without it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -70,3 +71,149 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
         raise _fail(f"{repo_id}: commit {commit.oid} uploaded but tagging {tag} failed; tag it with `huggingface-cli tag`, or retry", error) from None
     log(f"published {folder} to {repo_id}: commit {commit.oid}, tag {tag}")
     return commit.oid, tag
+
+
+def publish_metric(folder: Path, repo_id: str, log=print) -> str:
+    """Create (or update) a Gradio Space holding an evaluate module, so `evaluate.load(repo_id)` works.
+
+    evaluate fetches `<name>.py` from the Space, with <name> the repository's name, so the module
+    file is uploaded under that name and the Space's app.py loads the repository id.
+    """
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    folder = Path(folder)
+    module = folder.name
+    name = repo_id.split("/")[-1]
+    if not name.isidentifier():
+        raise PublishError(f"--repo-id {repo_id}: evaluate imports the module as {name}.py, so the name must be a Python identifier (use _ not -)")
+    files = {f"{module}.py": f"{name}.py", "README.md": "README.md", "requirements.txt": "requirements.txt"}
+    missing = [source for source in [*files, "app.py"] if not (folder / source).is_file()]
+    if missing:
+        raise PublishError(f"{folder}: not an evaluate module folder; missing {', '.join(missing)}")
+    operations = [CommitOperationAdd(path_in_repo=target, path_or_fileobj=str(folder / source)) for source, target in files.items()]
+    app = f'import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\nmodule = evaluate.load("{repo_id}")\nlaunch_gradio_widget(module)\n'
+    operations.append(CommitOperationAdd(path_in_repo="app.py", path_or_fileobj=app.encode()))
+    api = HfApi()
+    try:
+        api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
+        commit = api.create_commit(repo_id, repo_type="space", operations=operations, commit_message=f"equita: publish metric {module}")
+    except HfHubHTTPError as error:
+        raise _fail(f"{repo_id}: publishing the metric Space failed; nothing local changed, retry the same command", error) from None
+    log(f"published {folder} to the Space {repo_id}: commit {commit.oid}")
+    return commit.oid
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "__" for c in text)
+
+
+def _open_pull_with_title(api, repo_id: str, repo_type: str, title: str):
+    for discussion in api.get_repo_discussions(repo_id, repo_type=repo_type, discussion_type="pull_request", discussion_status="open"):
+        if discussion.title == title:
+            return discussion
+    return None
+
+
+def _dataset_commit(api, datasets_org: str, dataset: dict) -> str:
+    """The Hub commit of the dataset version the results were computed on, checked byte for byte.
+
+    A local build is accepted only when the published tag holds the same manifest, so a
+    submission always points at data anyone can download.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if dataset["location"] == "hub":
+        return dataset["revision"]
+    repo = f"{datasets_org}/{dataset['id']}"
+    tag = f"v{dataset['version']}"
+    try:
+        refs = {ref.name: ref.target_commit for ref in api.list_repo_refs(repo, repo_type="dataset").tags}
+        if tag not in refs:
+            raise PublishError(f"{repo} has no tag {tag}: publish the dataset first (`equita publish`), so the results can point at it")
+        manifest = Path(hf_hub_download(repo, "manifest.json", repo_type="dataset", revision=refs[tag], endpoint=api.endpoint))
+    except HfHubHTTPError as error:
+        raise _fail(f"{repo}: cannot read the published dataset", error) from None
+    import hashlib
+
+    published = "manifest-sha256:" + hashlib.sha256(manifest.read_bytes()).hexdigest()
+    if published != dataset["revision"]:
+        raise PublishError(f"{repo}@{tag} differs from the dataset these results were computed on ({dataset['repo']}); rerun on the published version")
+    return refs[tag]
+
+
+def submit_results(results_dir: Path, results_repo: str, model_repo: str | None = None, datasets_org: str = "equita", log=print) -> list[str]:
+    """Open pull requests with a run's results: one JSON per model and dataset version in the central
+    results dataset and, optionally, `.eval_results/*.yaml` in the model's repo. Never pushes
+    directly; an identical open submission is not opened twice. Returns the pull-request URLs or
+    references."""
+    import hashlib
+
+    import yaml
+    from huggingface_hub import CommitOperationAdd, EvalResultEntry, HfApi, eval_result_entries_to_yaml
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from equita.runners.report import ReportError, headline, load_results, validate_results
+
+    try:
+        results = load_results(Path(results_dir))
+    except ReportError as error:
+        raise PublishError(str(error)) from None
+    problems = validate_results(results)
+    if problems:
+        raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
+    api = HfApi()
+    by_dataset: dict[tuple[str, str], dict] = {}
+    for name, task in results["tasks"].items():
+        key = (task["dataset"]["id"], task["dataset"]["version"])
+        by_dataset.setdefault(key, {"dataset": task["dataset"], "tasks": {}})["tasks"][name] = task
+    opened = []
+    try:
+        api.repo_info(results_repo, repo_type="dataset")
+    except HfHubHTTPError as error:
+        raise _fail(f"{results_repo}: the results dataset is not reachable", error) from None
+    model_slug = _slug(results["model"]["id"])
+    for (dataset_id, version), group in by_dataset.items():
+        commit = _dataset_commit(api, datasets_org, group["dataset"])
+        record = {key: results[key] for key in ("schema", "created", "equita", "model", "settings")}
+        record["dataset"] = {"id": dataset_id, "version": version, "hub_repo": f"{datasets_org}/{dataset_id}", "commit": commit}
+        record["tasks"] = group["tasks"]
+        content = (json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
+        digest = hashlib.sha256(content).hexdigest()[:12]
+        title = f"equita results: {results['model']['id']} on {dataset_id} v{version} [{digest}]"
+        try:
+            existing = _open_pull_with_title(api, results_repo, "dataset", title)
+            if existing is not None:
+                log(f"{results_repo}: already submitted as pull request #{existing.num}; not opening another")
+                opened.append(f"{results_repo}#{existing.num}")
+            else:
+                info = api.create_commit(
+                    results_repo, repo_type="dataset", create_pr=True, commit_message=title,
+                    operations=[CommitOperationAdd(path_in_repo=f"{dataset_id}/v{version}/{model_slug}.json", path_or_fileobj=content)],
+                    commit_description=f"Results of `{results['model']['id']}` (revision {results['model']['revision']}) on {dataset_id} v{version}, dataset commit {commit}.",
+                )  # fmt: skip
+                log(f"{results_repo}: opened {info.pr_url}")
+                opened.append(info.pr_url)
+            if model_repo:
+                entries = [
+                    EvalResultEntry(dataset_id=f"{datasets_org}/{dataset_id}", task_id=name, value=headline(task)[1], dataset_revision=commit,
+                                    notes=f"equita {results['equita']['version']}, metric {task['metric']['name']} ({headline(task)[0]})")
+                    for name, task in group["tasks"].items() if task["results"] is not None
+                ]  # fmt: skip
+                body = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True).encode()
+                model_title = f"equita eval results: {dataset_id} v{version} [{hashlib.sha256(body).hexdigest()[:12]}]"
+                existing = _open_pull_with_title(api, model_repo, "model", model_title)
+                if existing is not None:
+                    log(f"{model_repo}: already submitted as pull request #{existing.num}; not opening another")
+                    opened.append(f"{model_repo}#{existing.num}")
+                    continue
+                info = api.create_commit(
+                    model_repo, create_pr=True, commit_message=model_title,
+                    operations=[CommitOperationAdd(path_in_repo=f".eval_results/equita-{dataset_id}.yaml", path_or_fileobj=body)],
+                )  # fmt: skip
+                log(f"{model_repo}: opened {info.pr_url}")
+                opened.append(info.pr_url)
+        except HfHubHTTPError as error:
+            raise _fail("submission failed; the local results are unchanged, retry the same command (already opened pull requests are not duplicated)", error) from None
+    return opened

@@ -50,6 +50,40 @@ def load_results(folder: Path) -> dict:
     return results
 
 
+def validate_results(results: dict) -> list[str]:
+    """Problems of a results.json against schema equita.results/1 (empty when it follows it)."""
+    problems = []
+
+    def need(where: str, value, keys: dict):
+        if not isinstance(value, dict):
+            problems.append(f"{where}: not an object")
+            return
+        for key, kind in keys.items():
+            if key not in value:
+                problems.append(f"{where}: missing {key!r}")
+            elif kind is not None and not isinstance(value[key], kind):
+                problems.append(f"{where}.{key}: expected {kind.__name__ if isinstance(kind, type) else '/'.join(k.__name__ for k in kind)}")
+
+    need("results", results, {"schema": str, "created": str, "equita": dict, "model": dict, "settings": dict, "tasks": dict, "timings": dict})
+    if problems:
+        return problems
+    if results["schema"] != RESULTS_SCHEMA:
+        problems.append(f"schema is {results['schema']!r}, not {RESULTS_SCHEMA!r}")
+    need("model", results["model"], {"id": str, "source": str, "revision": str, "dtype": str, "device": str, "chat_template": bool})
+    if not results["tasks"]:
+        problems.append("tasks: empty")
+    for name, task in results["tasks"].items():
+        where = f"tasks.{name}"
+        need(where, task, {"dataset": dict, "request": dict, "prompts_sha256": str, "n": int, "metric": dict, "results": (dict, type(None)), "timings": dict})
+        if isinstance(task, dict) and isinstance(task.get("dataset"), dict):
+            need(f"{where}.dataset", task["dataset"], {"id": str, "repo": str, "location": str, "config": str, "version": str, "revision": str})
+        if isinstance(task, dict) and isinstance(task.get("metric"), dict):
+            need(f"{where}.metric", task["metric"], {"name": str, "module_sha256": str, "options": dict})
+        if isinstance(task, dict) and task.get("results") is None and not task.get("not_computed"):
+            problems.append(f"{where}: results is null without a not_computed reason")
+    return problems
+
+
 def _interval(result: dict) -> str:
     if result.get("ci_low") is None:
         return f"{result['bias_score']:+.3f}"

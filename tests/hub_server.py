@@ -59,6 +59,15 @@ class HubState:
         self.fail_next_commits = 0
         self.requests: list[tuple[str, str, dict]] = []  # (method, path, headers) as received
 
+    def create_repo(self, kind: str, repo_id: str, sdk: str | None = None) -> Repo:
+        """A repository with its initial commit, as repo creation makes it (also for test setup)."""
+        with self.lock:
+            if (kind, repo_id) not in self.repos:
+                repo = Repo(kind, repo_id, sdk=sdk)
+                repo.branches["main"] = self.new_commit(repo, None, {".gitattributes": b"*.parquet filter=lfs\n"}, "initial commit")
+                self.repos[(kind, repo_id)] = repo
+            return self.repos[(kind, repo_id)]
+
     def new_commit(self, repo: Repo, parent: str | None, files: dict, message: str) -> str:
         sha = hashlib.sha1(json.dumps([parent, message, sorted((p, blob_oid(d)) for p, d in files.items())]).encode()).hexdigest()
         repo.commits[sha] = {"files": files, "parent": parent, "message": message}
@@ -164,13 +173,10 @@ class Handler(BaseHTTPRequestHandler):
         repo_id = f"{request['organization']}/{request['name']}" if request.get("organization") else request["name"]
         prefix = {"dataset": "datasets/", "space": "spaces/"}.get(kind, "")
         url = f"http://{self.headers['Host']}/{prefix}{repo_id}"
-        with self.state.lock:
-            if (kind, repo_id) in self.state.repos:
-                # The client reads "url" from this answer too when it was told exist_ok.
-                return self._send(409, {"error": "You already created this repo", "url": url}, headers={"X-Error-Message": "You already created this repo"})
-            repo = Repo(kind, repo_id, sdk=request.get("sdk"))
-            repo.branches["main"] = self.state.new_commit(repo, None, {".gitattributes": b"*.parquet filter=lfs\n"}, "initial commit")
-            self.state.repos[(kind, repo_id)] = repo
+        if (kind, repo_id) in self.state.repos:
+            # The client reads "url" from this answer too when it was told exist_ok.
+            return self._send(409, {"error": "You already created this repo", "url": url}, headers={"X-Error-Message": "You already created this repo"})
+        self.state.create_repo(kind, repo_id, sdk=request.get("sdk"))
         self._send(200, {"url": url, "name": repo_id, "id": repo_id})
 
     def _info(self, kind: str, repo_id: str, revision: str):

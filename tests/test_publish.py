@@ -125,3 +125,96 @@ def test_an_interrupted_upload_changes_nothing_and_a_retry_succeeds(hub, two_ver
     # Every request carried the token, and it never appeared in any output.
     commits = [h for m, p, h in state.requests if m == "POST" and "/commit/" in p]
     assert commits and all(h.get("authorization") == f"Bearer {TOKEN}" for h in commits)
+
+
+def _ensure_published(state, env, folder):
+    if "v1.0.0" not in getattr(state.repos.get(("dataset", "equita-test/jobs")), "tags", {}):
+        assert equita(env, "publish", str(folder), "--repo-id", "equita-test/jobs", "--version", "1.0.0").returncode == 0
+
+
+@pytest.fixture(scope="module")
+def jobs_results(tmp_path_factory, two_versions, smollm2):
+    from equita.runners.run import RunOptions, run
+
+    first, _ = two_versions
+    out = tmp_path_factory.mktemp("results") / "smollm2"
+    run(RunOptions(model="smollm2", out=out, tasks="jobs", datasets=str(first.parent), limit=2), log=lambda m: None)
+    return out
+
+
+def test_publish_metric_space_loads_with_evaluate(hub):
+    state, env = hub
+    done = equita(env, "publish-metric", "metrics/itap_at_bias", "--repo-id", "equita-test/itap_at_bias")
+    assert done.returncode == 0, done.stderr
+    space = state.repos[("space", "equita-test/itap_at_bias")]
+    files = space.files(space.branches["main"])
+    assert {"itap_at_bias.py", "README.md", "requirements.txt", "app.py"} <= set(files) and space.sdk == "gradio"
+    assert b'evaluate.load("equita-test/itap_at_bias")' in files["app.py"]
+    code = ("import evaluate; m = evaluate.load('equita-test/itap_at_bias'); "
+            "print(m.compute(predictions=['Uomini', 'donne'], stereotypes=['uomini', 'uomini'], anti_stereotypes=['donne', 'donne'])['bias_score'])")  # fmt: skip
+    assert python(env, code).strip().splitlines()[-1] == "0.0"
+
+
+def test_publish_metric_needs_an_identifier_name(hub):
+    _, env = hub
+    done = equita(env, "publish-metric", "metrics/itap_at_bias", "--repo-id", "equita-test/itap-at-bias")
+    assert done.returncode == 1 and "must be a Python identifier" in " ".join(done.stderr.split())
+
+
+def test_submit_opens_pull_requests_once_pinned_to_the_dataset_commit(hub, two_versions, jobs_results):
+    from huggingface_hub import parse_eval_result_entries
+
+    state, env = hub
+    first, _ = two_versions
+    _ensure_published(state, env, first)
+    state.create_repo("dataset", "equita-test/results")  # the maintainers' results dataset
+    state.create_repo("model", "someone/smol")  # the model owner's repo
+    args = ["submit", str(jobs_results), "--results-repo", "equita-test/results", "--model-repo", "someone/smol", "--datasets-org", "equita-test"]
+    done = equita(env, *args)
+    assert done.returncode == 0, done.stderr
+    results_repo, model_repo = state.repos[("dataset", "equita-test/results")], state.repos[("model", "someone/smol")]
+    assert len(results_repo.pulls) == 1 and len(model_repo.pulls) == 1
+    assert results_repo.files(results_repo.branches["main"]).keys() == {".gitattributes"}  # a pull request, not a push
+    record = json.loads(results_repo.files(results_repo.pulls[0]["head"])["jobs/v1.0.0/smollm2.json"])
+    tag_commit = state.repos[("dataset", "equita-test/jobs")].tags["v1.0.0"]
+    assert record["dataset"] == {"id": "jobs", "version": "1.0.0", "hub_repo": "equita-test/jobs", "commit": tag_commit}
+    assert list(record["tasks"]) == ["jobs"] and record["model"]["id"] == "smollm2"
+    import yaml
+
+    entries = parse_eval_result_entries(yaml.safe_load(model_repo.files(model_repo.pulls[0]["head"])[".eval_results/equita-jobs.yaml"]))
+    assert [(e.dataset_id, e.task_id, e.dataset_revision) for e in entries] == [("equita-test/jobs", "jobs", tag_commit)]
+    assert entries[0].value == record["tasks"]["jobs"]["results"]["bias_score"]
+    # The same results again: nothing new is opened.
+    again = equita(env, *args)
+    assert again.returncode == 0 and "already submitted as pull request #1" in again.stderr
+    assert len(results_repo.pulls) == 1 and len(model_repo.pulls) == 1
+
+
+@pytest.mark.parametrize("problem", ["unpublished", "invalid"])
+def test_submit_refuses_what_cannot_be_pinned_or_validated(hub, jobs_results, tmp_path, problem):
+    state, env = hub
+    state.create_repo("dataset", "equita-test/results")
+    folder = tmp_path / "results"
+    shutil.copytree(jobs_results, folder)
+    org = "nobody" if problem == "unpublished" else "equita-test"
+    if problem == "invalid":
+        results = json.loads((folder / "results.json").read_text())
+        del results["tasks"]["jobs"]["dataset"]["revision"]
+        (folder / "results.json").write_text(json.dumps(results))
+    done = equita(env, "submit", str(folder), "--results-repo", "equita-test/results", "--datasets-org", org)
+    assert done.returncode == 1
+    message = {"unpublished": "nobody/jobs", "invalid": "tasks.jobs.dataset: missing 'revision'"}[problem]
+    assert message in " ".join(done.stderr.split())
+
+
+def test_run_push_submits_at_the_end(hub, two_versions, tmp_path, smollm2):
+    state, env = hub
+    first, _ = two_versions
+    _ensure_published(state, env, first)
+    state.create_repo("dataset", "equita-test/results")
+    before = len(state.repos[("dataset", "equita-test/results")].pulls)
+    done = equita(env, "run", "--model", "smollm2", "--tasks", "jobs", "--limit", "1", "--datasets", str(first.parent), "--out", str(tmp_path / "out"),
+                  "--push", "--results-repo", "equita-test/results", "--datasets-org", "equita-test")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(state.repos[("dataset", "equita-test/results")].pulls) == before + 1
+    assert (tmp_path / "out" / "results.json").is_file()
