@@ -26,8 +26,22 @@ def _token_free(text: str) -> str:
     return text
 
 
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What a failed request raises: the Hub's HTTP errors and the transport's own (a dropped connection)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:  # huggingface_hub 2.x talks through httpx2; older releases through httpx
+        import httpx2 as transport
+    except ImportError:
+        import httpx as transport
+    # RuntimeError: huggingface_hub's wrapper around a failed LFS upload.
+    return (HfHubHTTPError, transport.HTTPError, OSError, RuntimeError)
+
+
 def _fail(what: str, error: Exception) -> PublishError:
-    return PublishError(_token_free(f"{what}: {type(error).__name__}: {error}"))
+    cause = error.__cause__  # huggingface_hub wraps a failed LFS upload in a RuntimeError
+    reason = f"{type(error).__name__}: {error}" + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
+    return PublishError(_token_free(f"{what}: {reason}"))
 
 
 def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tuple[str, str]:
@@ -37,7 +51,6 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
     a tag that already exists (tags are never moved: a published version stays reproducible).
     """
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
     if not (folder / "manifest.json").is_file() or not (folder / "README.md").is_file():
@@ -53,7 +66,7 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
     try:
         api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
         existing = {ref.name for ref in api.list_repo_refs(repo_id, repo_type="dataset").tags}
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{repo_id}: cannot create or read the repository", error) from None
     if tag in existing:
         raise PublishError(f"{repo_id}: tag {tag} already exists and is never moved; bump the dataset version to publish changes")
@@ -63,11 +76,11 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
             folder_path=str(folder), repo_id=repo_id, repo_type="dataset", commit_message=f"equita: publish {tag}",
             delete_patterns=["*.parquet", "*.md", "*.json"],
         )  # fmt: skip
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{repo_id}: upload failed, nothing was published (a commit is all or nothing); the local folder is unchanged, retry the same command", error) from None
     try:
         api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset", tag_message=f"equita dataset {tag}")
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{repo_id}: commit {commit.oid} uploaded but tagging {tag} failed; tag it with `huggingface-cli tag`, or retry", error) from None
     log(f"published {folder} to {repo_id}: commit {commit.oid}, tag {tag}")
     return commit.oid, tag
@@ -80,7 +93,6 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
     file is uploaded under that name and the Space's app.py loads the repository id.
     """
     from huggingface_hub import CommitOperationAdd, HfApi
-    from huggingface_hub.errors import HfHubHTTPError
 
     folder = Path(folder)
     module = folder.name
@@ -98,7 +110,7 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
     try:
         api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
         commit = api.create_commit(repo_id, repo_type="space", operations=operations, commit_message=f"equita: publish metric {module}")
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{repo_id}: publishing the metric Space failed; nothing local changed, retry the same command", error) from None
     log(f"published {folder} to the Space {repo_id}: commit {commit.oid}")
     return commit.oid
@@ -122,7 +134,6 @@ def _dataset_commit(api, datasets_org: str, dataset: dict) -> str:
     submission always points at data anyone can download.
     """
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import HfHubHTTPError
 
     if dataset["location"] == "hub":
         return dataset["revision"]
@@ -133,7 +144,7 @@ def _dataset_commit(api, datasets_org: str, dataset: dict) -> str:
         if tag not in refs:
             raise PublishError(f"{repo} has no tag {tag}: publish the dataset first (`equita publish`), so the results can point at it")
         manifest = Path(hf_hub_download(repo, "manifest.json", repo_type="dataset", revision=refs[tag], endpoint=api.endpoint))
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{repo}: cannot read the published dataset", error) from None
     import hashlib
 
@@ -152,7 +163,6 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
 
     import yaml
     from huggingface_hub import CommitOperationAdd, EvalResultEntry, HfApi, eval_result_entries_to_yaml
-    from huggingface_hub.errors import HfHubHTTPError
 
     from equita.runners.report import ReportError, headline, load_results, validate_results
 
@@ -171,7 +181,7 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     opened = []
     try:
         api.repo_info(results_repo, repo_type="dataset")
-    except HfHubHTTPError as error:
+    except _network_errors() as error:
         raise _fail(f"{results_repo}: the results dataset is not reachable", error) from None
     model_slug = _slug(results["model"]["id"])
     for (dataset_id, version), group in by_dataset.items():
@@ -214,6 +224,6 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
                 )  # fmt: skip
                 log(f"{model_repo}: opened {info.pr_url}")
                 opened.append(info.pr_url)
-        except HfHubHTTPError as error:
+        except _network_errors() as error:
             raise _fail("submission failed; the local results are unchanged, retry the same command (already opened pull requests are not duplicated)", error) from None
     return opened

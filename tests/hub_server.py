@@ -3,8 +3,10 @@
 It keeps repositories in memory as commits (path -> bytes), branches, tags and pull-request
 refs, and answers only the calls the client makes for what equita does: create a repo, validate
 a card, preupload and commit files (inline, "regular" mode), tag, list refs, read repo info,
-list the tree, paths-info, and resolve (download) files. `fail_next_commits` makes the next
-commits fail with a 503, to test interrupted uploads.
+list the tree, paths-info, and resolve (download) files. Parquet files go through the LFS
+batch API (basic transfer: a PUT of the bytes, checked against their sha256), like on the
+Hub; other files are committed inline. `fail_next_commits` makes the next commits fail with a 503;
+`fail_next_lfs_uploads` drops the connection of the next LFS uploads, to test interrupted uploads.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import base64
 import hashlib
 import json
 import re
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +60,8 @@ class HubState:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.lock = threading.Lock()
         self.fail_next_commits = 0
+        self.fail_next_lfs_uploads = 0
+        self.lfs: dict[tuple[str, str, str], bytes] = {}  # (repo type, repo id, sha256) -> content, per repo as on the Hub
         self.requests: list[tuple[str, str, dict]] = []  # (method, path, headers) as received
 
     def create_repo(self, kind: str, repo_id: str, sdk: str | None = None) -> Repo:
@@ -146,7 +151,11 @@ class Handler(BaseHTTPRequestHandler):
         match = re.fullmatch(r"/api/(datasets|spaces|models)/([^/]+/[^/]+)/preupload/(.+)", path)
         if match:
             files = json.loads(body)["files"]
-            return self._send(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
+            mode = {True: "lfs", False: "regular"}
+            return self._send(200, {"files": [{"path": f["path"], "uploadMode": mode[f["path"].endswith(".parquet")], "shouldIgnore": False} for f in files]})
+        match = re.fullmatch(r"/(?:(datasets|spaces)/)?([^/]+/[^/]+)\.git/info/lfs/objects/batch", path)
+        if match:
+            return self._lfs_batch({"datasets": "dataset", "spaces": "space"}.get(match.group(1), "model"), match.group(2), json.loads(body))
         match = re.fullmatch(r"/api/(datasets|spaces|models)/([^/]+/[^/]+)/commit/(.+)", path)
         if match:
             create_pr = query.get("create_pr", ["0"])[0] in ("1", "true", "True")
@@ -159,6 +168,44 @@ class Handler(BaseHTTPRequestHandler):
             paths = self._paths_from(body)
             return self._paths_info(match.group(1), match.group(2), match.group(3), paths)
         self._error(404, f"no route for POST {path}")
+
+    def do_PUT(self):
+        self._record()
+        match = re.fullmatch(r"/lfs-upload/(dataset|space|model)/([^/]+/[^/]+)/([0-9a-f]{64})", urlparse(self.path).path)
+        if not match:
+            return self._error(404, f"no route for PUT {self.path}")
+        kind, repo_id, oid = match.groups()
+        data = self._chunked() if "chunked" in self.headers.get("Transfer-Encoding", "") else self._body()
+        with self.state.lock:
+            if self.state.fail_next_lfs_uploads > 0:
+                # A network failure mid-upload: the connection drops with no answer at all.
+                self.state.fail_next_lfs_uploads -= 1
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+        if hashlib.sha256(data).hexdigest() != oid:
+            return self._error(400, "uploaded content does not match its sha256")
+        self.state.lfs[(kind, repo_id, oid)] = data
+        self._send(200, {})
+
+    def _chunked(self) -> bytes:
+        data = b""
+        while True:
+            size = int(self.rfile.readline().strip() or b"0", 16)
+            if size == 0:
+                self.rfile.readline()
+                return data
+            data += self.rfile.read(size)
+            self.rfile.readline()
+
+    def _lfs_batch(self, kind: str, repo_id: str, request: dict):
+        objects = []
+        for obj in request["objects"]:
+            entry = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
+            if (kind, repo_id, obj["oid"]) not in self.state.lfs:  # already stored: no action, the client skips it
+                entry["actions"] = {"upload": {"href": f"http://{self.headers['Host']}/lfs-upload/{kind}/{repo_id}/{obj['oid']}", "header": {}}}
+            objects.append(entry)
+        self._send(200, {"transfer": "basic", "objects": objects})
 
     def _paths_from(self, body: bytes) -> list[str]:
         content_type = self.headers.get("Content-Type", "")
@@ -287,6 +334,10 @@ class Handler(BaseHTTPRequestHandler):
                 elif entry["key"] == "file":
                     content = value["content"]
                     files[value["path"]] = base64.b64decode(content) if value.get("encoding") == "base64" else content.encode()
+                elif entry["key"] == "lfsFile":
+                    if (repo.type, repo.id, value["oid"]) not in self.state.lfs:
+                        return self._error(400, f"LFS object {value['oid']} for {value['path']} was never uploaded")
+                    files[value["path"]] = self.state.lfs[(repo.type, repo.id, value["oid"])]
                 elif entry["key"] == "deletedFile":
                     files.pop(value["path"], None)
                 else:

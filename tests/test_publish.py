@@ -76,6 +76,9 @@ def test_publish_tags_each_version_and_loads_it_back(hub, two_versions):
     assert repo.tags["v1.0.0"] == commit
     assert set(repo.files(commit)) >= {"README.md", "manifest.json", "professions/test.parquet", "sentences/test.parquet"}
     assert repo.files(commit)["professions/test.parquet"] == (first / "professions" / "test.parquet").read_bytes()
+    # Parquet went through the LFS batch API (PUT of the bytes), the card inline in the commit.
+    assert any(m == "PUT" and p.startswith("/lfs-upload/") for m, p, h in state.requests)
+    assert any(m == "POST" and p.endswith(".git/info/lfs/objects/batch") for m, p, h in state.requests)
 
     done = equita(env, "publish", str(second), "--repo-id", "equita-test/jobs", "--version", "1.1.0")
     assert done.returncode == 0, done.stderr
@@ -107,21 +110,24 @@ def test_publish_refuses(hub, two_versions, tmp_path, setup, args, message):
     assert "Traceback" not in done.stderr
 
 
-def test_an_interrupted_upload_changes_nothing_and_a_retry_succeeds(hub, two_versions, tmp_path):
+@pytest.mark.parametrize("failing", ["fail_next_commits", "fail_next_lfs_uploads"])
+def test_an_interrupted_upload_changes_nothing_and_a_retry_succeeds(hub, two_versions, tmp_path, failing):
     state, env = hub
     first, _ = two_versions
     before = sorted(p.read_bytes() for p in first.rglob("*") if p.is_file())
-    state.fail_next_commits = 10  # more than the client's retries
-    done = equita(env, "publish", str(first), "--repo-id", "equita-test/flaky", "--version", "1.0.0")
+    repo_id = f"equita-test/flaky-{failing.split('_')[2]}"
+    setattr(state, failing, 1000)  # more than the client's retries (it retries dropped uploads with backoff)
+    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", "1.0.0")
     assert done.returncode == 1
     text = " ".join(done.stderr.split())
-    assert "upload failed, nothing was published" in text and "retry the same command" in text and "503" in text
+    assert "upload failed, nothing was published" in text and "retry the same command" in text
+    assert ("503" if failing == "fail_next_commits" else "RemoteProtocolError") in text and "Traceback" not in done.stderr
     assert sorted(p.read_bytes() for p in first.rglob("*") if p.is_file()) == before and verify_manifest(first) == []
-    assert state.repos[("dataset", "equita-test/flaky")].tags == {}
-    state.fail_next_commits = 0
-    done = equita(env, "publish", str(first), "--repo-id", "equita-test/flaky", "--version", "1.0.0")
+    assert state.repos[("dataset", repo_id)].tags == {}
+    setattr(state, failing, 0)
+    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", "1.0.0")
     assert done.returncode == 0, done.stderr
-    assert "v1.0.0" in state.repos[("dataset", "equita-test/flaky")].tags
+    assert "v1.0.0" in state.repos[("dataset", repo_id)].tags
     # Every request carried the token, and it never appeared in any output.
     commits = [h for m, p, h in state.requests if m == "POST" and "/commit/" in p]
     assert commits and all(h.get("authorization") == f"Bearer {TOKEN}" for h in commits)
