@@ -290,11 +290,14 @@ class LanguageModel:
         """
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, not {batch_size}")
-        encoded = []
+        encoded, continuations = [], {}
         for index, request in enumerate(requests):
             ids = self._encode(self.render(request), request)
-            longest = max((len(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in request.continuations), default=0) \
-                if isinstance(request, Loglikelihood) else request.max_new_tokens  # fmt: skip
+            if isinstance(request, Loglikelihood):
+                continuations[index] = self._continuation_tokens(request)
+                longest = max(len(tokens) for tokens in continuations[index])
+            else:
+                longest = request.max_new_tokens
             if len(ids) + longest > self.max_length:
                 raise ModelError(
                     f"request {index}: prompt of {len(ids)} tokens plus {longest} to produce exceeds the model's {self.max_length}"
@@ -316,7 +319,7 @@ class LanguageModel:
                     if isinstance(requests[indices[0]], Generate):
                         responses = self._generate([encoded[i] for i in indices], requests[indices[0]])
                     else:
-                        responses = self._loglikelihood([encoded[i] for i in indices], [requests[i] for i in indices])
+                        responses = self._loglikelihood([encoded[i] for i in indices], [continuations[i] for i in indices])
             except Exception as error:
                 if not _is_oom(error):
                     raise
@@ -365,7 +368,15 @@ class LanguageModel:
             responses.append({"text": text[:cut]})
         return responses
 
-    def _loglikelihood(self, contexts: list[list[int]], requests: list[Loglikelihood]) -> list[dict]:
+    def _continuation_tokens(self, request: Loglikelihood) -> list[list[int]]:
+        """Each continuation's token ids, tokenised on its own (a leading space stays in the token)."""
+        tokens = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.continuations]
+        for continuation, ids in zip(request.continuations, tokens):
+            if not ids:
+                raise ModelError(f"continuation {continuation!r} is empty once tokenised")
+        return tokens
+
+    def _loglikelihood(self, contexts: list[list[int]], continuations: list[list[list[int]]]) -> list[dict]:
         """Score every continuation of every request; each context is run through the model once.
 
         Pass 1 runs the left-padded contexts and keeps their key/value cache; pass 2 runs all
@@ -373,14 +384,8 @@ class LanguageModel:
         four continuations this reads a quarter of the tokens that scoring context +
         continuation sequences one by one would.
         """
-        width = max(len(r.continuations) for r in requests)
-        tokens = []
-        for request in requests:
-            row = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.continuations]
-            for continuation, ids in zip(request.continuations, row):
-                if not ids:
-                    raise ModelError(f"continuation {continuation!r} is empty once tokenised")
-            tokens.append(row + [row[0]] * (width - len(row)))  # padding slots, ignored below
+        width = max(len(row) for row in continuations)
+        tokens = [row + [row[0]] * (width - len(row)) for row in continuations]  # padding slots, ignored below
         input_ids, attention = self._left_pad(contexts)
         first_pass = {"input_ids": input_ids, "attention_mask": attention, "use_cache": True}
         if self._takes_positions:
@@ -390,7 +395,7 @@ class LanguageModel:
         output = self.model(**first_pass)
         cache = output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
         if cache is None or not hasattr(cache, "batch_repeat_interleave"):
-            return self._loglikelihood_joint(contexts, requests)
+            return self._loglikelihood_joint(contexts, continuations)
         # log p(first continuation token | context), per request
         first = output.logits[:, -1].float().log_softmax(-1)
         cache.batch_repeat_interleave(width)
@@ -414,9 +419,9 @@ class LanguageModel:
             second_pass["position_ids"] = context_mask.sum(-1, keepdim=True) + torch.arange(longest, device=context_mask.device)
         logits = self.model(**second_pass).logits.float().log_softmax(-1)
         results = []
-        for number, request in enumerate(requests):
+        for number, row_tokens in enumerate(continuations):
             scored = {"logprobs": [], "greedy": []}
-            for slot in range(len(request.continuations)):
+            for slot in range(len(row_tokens)):
                 row = number * width + slot
                 ids = torch.tensor(flat[row], device=logits.device)
                 # Token 0 is predicted by the context's last position, token j by continuation position j-1.
@@ -427,18 +432,15 @@ class LanguageModel:
             results.append(scored)
         return results
 
-    def _loglikelihood_joint(self, contexts: list[list[int]], requests: list[Loglikelihood]) -> list[dict]:
+    def _loglikelihood_joint(self, contexts: list[list[int]], continuations: list[list[list[int]]]) -> list[dict]:
         """The plain way, for models whose cache cannot be repeated: one row per context + continuation.
 
         Left padding puts each continuation at the end of its row, so only the last few
         positions' logits are needed (logits_to_keep), not the whole vocabulary x length.
         """
         sequences, targets, owners = [], [], []
-        for number, (context, request) in enumerate(zip(contexts, requests)):
-            for continuation in request.continuations:
-                tokens = self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
-                if not tokens:
-                    raise ModelError(f"continuation {continuation!r} is empty once tokenised")
+        for number, (context, row_tokens) in enumerate(zip(contexts, continuations)):
+            for tokens in row_tokens:
                 sequences.append(context + tokens)
                 targets.append(tokens)
                 owners.append(number)
@@ -451,7 +453,7 @@ class LanguageModel:
             kwargs["logits_to_keep"] = longest + 1
         logits = self.model(**kwargs).logits
         logits = logits[:, -(longest + 1) :].float().log_softmax(-1)
-        results = [{"logprobs": [], "greedy": []} for _ in requests]
+        results = [{"logprobs": [], "greedy": []} for _ in continuations]
         for row, tokens in enumerate(targets):
             # Position -1 predicts the token after the sequence; -(n+1) .. -2 predict the continuation.
             scores = logits[row, -(len(tokens) + 1) : -1]

@@ -64,7 +64,7 @@ def test_shared_context_loglikelihood_equals_scoring_each_sequence_whole(smollm2
     shared = answers(smollm2, requests, batch_size=3)
     encoded = [smollm2._encode(smollm2.render(r), r) for r in requests]
     with torch.inference_mode():
-        whole = smollm2._loglikelihood_joint(encoded, requests)
+        whole = smollm2._loglikelihood_joint(encoded, [smollm2._continuation_tokens(r) for r in requests])
     for got, expected in zip(shared, whole):
         assert got["greedy"] == expected["greedy"]
         assert got["logprobs"] == pytest.approx(expected["logprobs"], abs=1e-3)
