@@ -137,7 +137,7 @@ def spread(n_rows: int, limit: int | None) -> list[int]:
     return sorted({(i * n_rows) // limit for i in range(limit)})
 
 
-def load_rows(spec: TaskSpec, config: str, split: str, where: str, location: str, revision: str) -> list[dict]:
+def load_rows(config: str, split: str, where: str, location: str, revision: str) -> list[dict]:
     from datasets import load_dataset
 
     try:

@@ -36,6 +36,13 @@ class ReportError(Exception):
     pass
 
 
+def _save(figure, axes, title: str, path: Path) -> None:
+    axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 def load_results(folder: Path) -> dict:
     path = Path(folder) / "results.json"
     if not path.is_file():
@@ -131,10 +138,7 @@ def bias_plot(result: dict, title: str, path: Path, scale: tuple | None = None) 
     names = _rows(result)
     figure, axes = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
     _score_bars(axes, result, scale or SCALES["itap_at_bias"])
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 def answers_plot(result: dict, title: str, path: Path) -> None:
@@ -149,11 +153,8 @@ def answers_plot(result: dict, title: str, path: Path) -> None:
     axes.set_yticks(y, names)
     axes.set_xlim(0, 1)
     axes.set_xlabel("share of answers")
-    axes.set_title(title)
     axes.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.06), fontsize="small", frameon=False)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 # -- Jobs bias ----------------------------------------------------------------------------------------
@@ -197,10 +198,7 @@ def jobs_log_ratio_plot(result: dict, title: str, path: Path) -> None:
     axes.axvline(0, color="black", linewidth=0.8)
     axes.set_yticks(np.arange(len(categories))[::-1], [f"macro {c}" for c in categories])
     axes.set_xlabel("ln p(m|j) / p(f|j) per profession (> 0 leans male)")
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 # -- Gender-Fair Generation ----------------------------------------------------------------------------
@@ -224,10 +222,7 @@ def neogate_plot(result: dict, title: str, path: Path) -> None:
         axes.text(x, value + 1, f"{value:.1f}", ha="center", fontsize="small")
     axes.set_ylim(0, max(100, max(values) + 10))
     axes.set_ylabel("% (pooled over annotated words)")
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 def detection_table(result: dict) -> str:
@@ -240,10 +235,7 @@ def detection_plot(result: dict, title: str, path: Path) -> None:
     axes.hist(result.get("per_entry_f1") or [], bins=np.linspace(0, 1, 21), color="#2471a3")
     axes.set_xlabel("per-entry F1")
     axes.set_ylabel("entries")
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 def neutrality_table(result: dict) -> str:
@@ -261,10 +253,7 @@ def neutrality_plot(result: dict, title: str, path: Path) -> None:
     axes.bar([g for g, _ in groups], [v for _, v in groups], color="#1e8449")
     axes.set_ylim(0, 100)
     axes.set_ylabel("outputs labelled as expected (%)")
-    axes.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    _save(figure, axes, title, path)
 
 
 # The number each metric is read by, for summaries and comparisons.

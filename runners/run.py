@@ -109,7 +109,7 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
             located[spec.id] = data.locate(spec, options.datasets, options.source_dir, log=log)
         where, location, revision = located[spec.id]
         if (spec.id, task.config) not in loaded:
-            loaded[(spec.id, task.config)] = data.load_rows(spec, task.config, task.split, where, location, revision)
+            loaded[(spec.id, task.config)] = data.load_rows(task.config, task.split, where, location, revision)
         rows = loaded[(spec.id, task.config)]
         if task.limit_by:
             units = list(dict.fromkeys(row[task.limit_by] for row in rows))

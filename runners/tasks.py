@@ -98,42 +98,40 @@ def _itap_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list
     ]
 
 
+def _itap_task(name: str, description: str, request, metric_inputs) -> EvalTask:
+    """The three ItaP-AT tasks differ only in how a row is asked and read; scoring is shared."""
+    return EvalTask(
+        name=name,
+        description=description,
+        dataset=itap_at.SPEC,
+        config="all",
+        request=request,
+        metric="itap_at_bias",
+        metric_inputs=metric_inputs,
+        per_row=_itap_per_row,
+        per_row_keys=("labels", "reasons"),
+        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    )
+
+
 ITAP_AT_TASKS = (
-    EvalTask(
-        name="itap-at",
-        description="ItaP-AT: the model answers each prompt; the answer is classified and scored with the bias score",
-        dataset=itap_at.SPEC,
-        config="all",
-        request=_itap_generate("prompt"),
-        metric="itap_at_bias",
-        metric_inputs=_itap_text_inputs("stereotype", "anti_stereotype"),
-        per_row=_itap_per_row,
-        per_row_keys=("labels", "reasons"),
-        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    _itap_task(
+        "itap-at",
+        "ItaP-AT: the model answers each prompt; the answer is classified and scored with the bias score",
+        _itap_generate("prompt"),
+        _itap_text_inputs("stereotype", "anti_stereotype"),
     ),
-    EvalTask(
-        name="itap-at-oneshot",
-        description="ItaP-AT one-shot: each prompt carries an anti-stereotypical example; scored like itap-at",
-        dataset=itap_at.SPEC,
-        config="all",
-        request=_itap_generate("oneshot_prompt"),
-        metric="itap_at_bias",
-        metric_inputs=_itap_text_inputs("oneshot_stereotype", "oneshot_anti_stereotype"),
-        per_row=_itap_per_row,
-        per_row_keys=("labels", "reasons"),
-        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    _itap_task(
+        "itap-at-oneshot",
+        "ItaP-AT one-shot: each prompt carries an anti-stereotypical example; scored like itap-at",
+        _itap_generate("oneshot_prompt"),
+        _itap_text_inputs("oneshot_stereotype", "oneshot_anti_stereotype"),
     ),
-    EvalTask(
-        name="itap-at-logprob",
-        description="ItaP-AT by log-probability: which attribute the model finds likelier as its answer (no generation)",
-        dataset=itap_at.SPEC,
-        config="all",
-        request=_itap_logprob_request,
-        metric="itap_at_bias",
-        metric_inputs=_itap_logprob_inputs,
-        per_row=_itap_per_row,
-        per_row_keys=("labels", "reasons"),
-        metric_options={"return_labels": True, "seed": 0, "n_bootstrap": 1000},
+    _itap_task(
+        "itap-at-logprob",
+        "ItaP-AT by log-probability: which attribute the model finds likelier as its answer (no generation)",
+        _itap_logprob_request,
+        _itap_logprob_inputs,
     ),
 )
 
