@@ -210,6 +210,46 @@ def submit(
     print("\n".join(opened))
 
 
+@app.command()
+def bench(
+    model: Annotated[str, typer.Option("--model", help="The model every tool runs (as for `equita run`).")] = "smollm2",
+    out: Annotated[Path, typer.Option("--out", help="Folder for bench.json, bench.md and work/ (prompts, lm-eval YAMLs, per-run logs).")] = Path("bench"),
+    workloads: Annotated[str, typer.Option("--workloads", help="Comma-separated: itap-at, jobs, gfg.")] = "itap-at,jobs,gfg",
+    tools: Annotated[str, typer.Option("--tools", help="Comma-separated: equita, lm-eval, naive (equita is always the reference).")] = "equita,lm-eval,naive",
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="The same for equita and lm-eval (the naive loop has none).")] = 16,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Repetitions per tool; medians are reported.")] = 3,
+    limit: Annotated[
+        Optional[list[str]], typer.Option("--limit", help="WORKLOAD=N requests (or 'all'); defaults: itap-at=128, jobs=all, gfg=32.")
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16, float16.")] = "float32",
+    datasets: Annotated[Optional[str], typer.Option("--datasets", help="As for `equita run`.")] = None,
+    source_dir: Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")] = None,
+) -> None:
+    """Time equita's runner against lm-evaluation-harness and a plain transformers loop on the same prompts."""
+    from equita.runners.bench import BenchError, BenchOptions
+    from equita.runners.bench import bench as run_bench
+
+    limits = {}
+    for item in limit or []:
+        name, _, value = item.partition("=")
+        if not value or not (value == "all" or value.isdigit() and int(value) > 0):
+            console.print(f"[red]error:[/red] --limit {escape(item)}: use WORKLOAD=N (N >= 1) or WORKLOAD=all")
+            raise typer.Exit(2)
+        limits[name] = None if value == "all" else int(value)
+    options = BenchOptions(
+        model=model, out=out, workloads=tuple(w.strip() for w in workloads.split(",") if w.strip()),
+        tools=tuple(t.strip() for t in tools.split(",") if t.strip()), batch_size=batch_size, repeats=repeats,
+        limits=limits, device=device, dtype=dtype, datasets=datasets, source_dir=source_dir,
+    )  # fmt: skip
+    try:
+        run_bench(options, log=_log)
+    except (BenchError, ModelError, DatasetError) as error:
+        console.print(f"[red]bench failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    print((out / "bench.md").read_text())
+
+
 @app.command("tasks")
 def list_tasks() -> None:
     """List the tasks `equita run` knows."""

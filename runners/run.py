@@ -98,6 +98,15 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def limited(task: EvalTask, rows: list[dict], limit: int | None) -> list[dict]:
+    """`limit` rows spread over the dataset, or `limit` whole units (a profession's sentences) for tasks with `limit_by`."""
+    if task.limit_by:
+        units = list(dict.fromkeys(row[task.limit_by] for row in rows))
+        kept = {units[i] for i in data.spread(len(units), limit)}
+        return [row for row in rows if row[task.limit_by] in kept]
+    return [rows[i] for i in data.spread(len(rows), limit)]
+
+
 def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[EvalTask, data.DatasetInfo, list[dict]]]:
     """Rows and provenance of every task, before any model is loaded (a bad dataset fails fast)."""
     located: dict[str, tuple[str, str, str]] = {}
@@ -110,13 +119,7 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
         where, location, revision = located[spec.id]
         if (spec.id, task.config) not in loaded:
             loaded[(spec.id, task.config)] = data.load_rows(task.config, task.split, where, location, revision)
-        rows = loaded[(spec.id, task.config)]
-        if task.limit_by:
-            units = list(dict.fromkeys(row[task.limit_by] for row in rows))
-            kept = {units[i] for i in data.spread(len(units), options.limit)}
-            rows = [row for row in rows if row[task.limit_by] in kept]
-        else:
-            rows = [rows[i] for i in data.spread(len(rows), options.limit)]
+        rows = limited(task, loaded[(spec.id, task.config)], options.limit)
         info = data.DatasetInfo(spec.id, where, location, task.config, task.split, spec.version, revision)
         prepared.append((task, info, rows))
     return prepared

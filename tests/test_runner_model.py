@@ -67,7 +67,7 @@ def test_shared_context_loglikelihood_equals_scoring_each_sequence_whole(smollm2
         whole = smollm2._loglikelihood_joint(encoded, [smollm2._continuation_tokens(r) for r in requests])
     for got, expected in zip(shared, whole):
         assert got["greedy"] == expected["greedy"]
-        assert got["logprobs"] == pytest.approx(expected["logprobs"], abs=1e-3)
+        assert got["logprobs"] == pytest.approx(expected["logprobs"], abs=1e-4)
     assert [len(r["logprobs"]) for r in shared] == [4, 2, 1]
     assert all(lp < 0 for r in shared for lp in r["logprobs"])
 
@@ -99,11 +99,11 @@ def test_out_of_memory_halves_the_batch_then_reports_a_model_that_does_not_fit(t
     real = model._generate
     sizes = []
 
-    def small_batches_only(sequences, request):
+    def small_batches_only(sequences, request, prefix=None):
         sizes.append(len(sequences))
         if len(sequences) > 2:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real(sequences, request)
+        return real(sequences, request, prefix)
 
     monkeypatch.setattr(model, "_generate", small_batches_only)
     requests = [Generate(user=p, max_new_tokens=3) for p in PROMPTS * 2]
@@ -111,7 +111,7 @@ def test_out_of_memory_halves_the_batch_then_reports_a_model_that_does_not_fit(t
     assert all(r is not None for r in got)
     assert sizes[:3] == [8, 4, 2] and max(sizes[2:]) == 2
 
-    def never_fits(sequences, request):
+    def never_fits(sequences, request, prefix=None):
         raise torch.OutOfMemoryError("CUDA out of memory")
 
     monkeypatch.setattr(model, "_generate", never_fits)
@@ -165,3 +165,53 @@ def test_log_likelihoods_match_the_stored_golden_values(smollm2, case):
     got = answers(smollm2, [request])[0]
     assert got["logprobs"] == pytest.approx(case["logprobs"], abs=1e-2)
     assert got["greedy"] == case["greedy"]
+
+
+def test_token_tree_merges_shared_starts_and_never_feeds_last_tokens():
+    # Two requests share the context start [5, 6]; " uomo"/" uomini"-like continuations share token 9.
+    tree = models.token_tree([([5, 6, 7], [[9, 10], [9, 11, 12], [13]]), ([5, 6, 8], [[9]])])
+    assert tree.tokens == [5, 6, 7, 9, 11, 8]
+    assert tree.parents == [-1, 0, 1, 2, 3, 1]
+    assert tree.depths == [0, 1, 2, 3, 4, 2]
+    # (node whose output predicts the token, token)
+    assert tree.steps == [[[(2, 9), (3, 10)], [(2, 9), (3, 11), (4, 12)], [(2, 13)]], [[(5, 9)]]]
+    assert tree.predicting().tolist() == [False, False, True, True, True, True]
+
+
+def test_tree_scoring_of_many_requests_equals_scoring_each_sequence_whole(smollm2):
+    """Jobs-like requests sorted so that neighbours share rows: contexts and continuations merge."""
+    contexts = ["Il chirurgo è", "Il chirurgo è un", "La chirurga è", "Il pompiere è un lavoro da", "Il pompiere è un mestiere da"]
+    requests = [Loglikelihood(user=c, continuations=(" uomo", " uomini", " donna", " donne"), chat=False) for c in contexts]
+    requests.append(Loglikelihood(user=PROMPTS[0], system="Sei un assistente utile.", continuations=("piacevole", "Piacevole")))
+    tree = answers(smollm2, requests, batch_size=8)
+    encoded = [smollm2._encode(smollm2.render(r), r) for r in requests]
+    with torch.inference_mode():
+        whole = smollm2._loglikelihood_joint(encoded, [smollm2._continuation_tokens(r) for r in requests])
+    for got, expected in zip(tree, whole):
+        assert got["greedy"] == expected["greedy"]
+        assert got["logprobs"] == pytest.approx(expected["logprobs"], abs=1e-4)
+
+
+def test_a_model_that_ignores_the_tree_mask_falls_back_to_whole_sequences(smollm2, monkeypatch):
+    monkeypatch.setattr(models, "TREE_TOLERANCE", -1.0)  # any difference counts as "mask ignored"
+    monkeypatch.setattr(smollm2, "_tree_checked", False)
+    monkeypatch.setattr(smollm2, "_tree_ok", True)
+    request = Loglikelihood(user="Il chirurgo è", continuations=(" uomo", " donna"), chat=False)
+    with pytest.warns(UserWarning, match="does not honour custom attention masks"):
+        got = answers(smollm2, [request])[0]
+    assert smollm2._tree_ok is False
+    encoded = smollm2._encode(smollm2.render(request), request)
+    with torch.inference_mode():
+        assert got == smollm2._loglikelihood_joint([encoded], [smollm2._continuation_tokens(request)])[0]
+
+
+def test_shared_prompt_prefix_runs_once_and_changes_no_answer(smollm2, monkeypatch):
+    requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=10) for p in PROMPTS]
+    encoded = [smollm2._encode(smollm2.render(r), r) for r in requests]
+    prefix = smollm2._shared_prefix(encoded)
+    assert prefix is not None and len(prefix.tokens) >= models.MIN_SHARED_PREFIX
+    assert all(e[: len(prefix.tokens)] == prefix.tokens for e in encoded)
+    with_prefix = answers(smollm2, requests, batch_size=4)
+    monkeypatch.setattr(models, "MIN_SHARED_PREFIX", 10_000)
+    assert smollm2._shared_prefix(encoded) is None
+    assert answers(smollm2, requests, batch_size=4) == with_prefix

@@ -1,0 +1,500 @@
+"""`equita bench`: equita's runner against its peers on the same work, on this machine.
+
+The peers are lm-evaluation-harness (its own pipeline on a task YAML written here for the same
+prompts) and the plain `transformers` loop of P-AT's reference code (one prompt at a time).
+Every run is a fresh process (bench_worker), tools alternate within each repetition, and the
+medians are compared. Before a ratio is reported the runs must have done the same work: the
+same prompts, the same greedy answers (or, where two answers part, a near-tie of the model's
+own top two tokens at that step), log-probabilities within LOGPROB_TOLERANCE. Otherwise the
+ratio is withheld and the report says why.
+
+Tokens per second are set against this machine's ceiling for the model: a measured float
+matrix-multiply rate divided by the model's FLOPs per token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import torch
+import yaml
+
+from equita.runners import data
+from equita.runners.models import LanguageModel, load_model
+from equita.runners.requests import Generate
+from equita.runners.run import limited, write_atomic
+from equita.runners.tasks import EVAL_TASKS
+
+BENCH_SCHEMA = "equita.bench/1"
+LOGPROB_TOLERANCE = 1e-4
+# Two greedy answers that part where the model's top two tokens are closer than this (in
+# log-probability, recomputed one prompt at a time) differ by float rounding, not by work.
+NEAR_TIE = 1e-3
+TOOLS = ("equita", "lm-eval", "naive")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    task: str  # the equita task whose rows, prompts and settings are used
+    limit: int | None  # default subset for a CPU (rows spread over the dataset, or whole professions); None: all
+    tools: tuple[str, ...]  # who runs it (the naive loop only generates)
+    targets: dict = field(default_factory=dict)  # tool -> speed-up equita must reach against it
+
+
+WORKLOADS = {
+    workload.name: workload
+    for workload in (
+        Workload("itap-at", "itap-at", 128, ("equita", "lm-eval", "naive"), {"naive": 5.0, "lm-eval": 1.5}),
+        Workload("jobs", "jobs", None, ("equita", "lm-eval"), {"lm-eval": 3.0}),
+        Workload("gfg", "gfg-reformulation-neogate", 32, ("equita", "lm-eval", "naive")),
+    )
+}
+
+
+class BenchError(Exception):
+    """A benchmark that cannot run: a missing peer, a failed run, unknown workloads."""
+
+
+@dataclass
+class BenchOptions:
+    model: str = "smollm2"
+    out: Path = Path("bench")
+    workloads: tuple[str, ...] = tuple(WORKLOADS)
+    tools: tuple[str, ...] = TOOLS
+    batch_size: int = 16
+    repeats: int = 3
+    limits: dict = field(default_factory=dict)  # workload -> rows (None: all), overriding Workload.limit
+    device: str = "cpu"
+    dtype: str = "float32"
+    datasets: str | None = None
+    source_dir: Path | None = None
+
+
+# -- what each tool is given ----------------------------------------------------------------------
+
+
+def lm_eval_task_yaml(name: str, prompts_file: Path, kind: str, max_new_tokens: int = 0, stop: tuple[str, ...] = ()) -> dict:
+    """An lm-eval task reading the benchmark's prompts as they are (already chat-rendered).
+
+    Generation: greedy, the same token budget and stop strings (lm-eval adds the EOS token's
+    text, as equita stops at EOS). Scoring: a multiple-choice task whose choices are the
+    continuations, glued to the context with no delimiter (they carry their own space).
+    """
+    task = {
+        "task": name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(prompts_file.resolve())}},
+        "test_split": "test",
+        "doc_to_text": "prompt",
+    }
+    if kind == "generate":
+        task |= {
+            "output_type": "generate_until",
+            "doc_to_target": "reference",
+            "generation_kwargs": {"until": list(stop), "max_gen_toks": max_new_tokens, "do_sample": False},
+            "metric_list": [{"metric": "exact_match"}],
+        }
+    else:
+        task |= {
+            "output_type": "multiple_choice",
+            "doc_to_choice": "continuations",
+            "doc_to_target": 0,
+            "target_delimiter": "",
+            "metric_list": [{"metric": "acc"}],
+        }
+    return task
+
+
+def prepare_workload(workload: Workload, model: LanguageModel, folder: Path, options: BenchOptions, log) -> dict:
+    """Write rows.jsonl, prompts.jsonl and the lm-eval YAML; return the workload's description."""
+    task = EVAL_TASKS[workload.task]
+    where, location, revision = data.locate(task.dataset, options.datasets, options.source_dir, log=log)
+    rows = data.load_rows(task.config, task.split, where, location, revision)
+    limit = options.limits.get(workload.name, workload.limit)
+    rows = limited(task, rows, limit)
+    requests = [task.request(row) for row in rows]
+    kind = "generate" if isinstance(requests[0], Generate) else "loglikelihood"
+    prompts, prompt_tokens, scored_tokens = [], 0, 0
+    for request in requests:
+        text = model.render(request)
+        ids = model._encode(text, request)
+        prompt_tokens += len(ids)
+        entry = {"prompt": text, "add_special_tokens": not (request.chat and model.info.chat_template)}
+        if kind == "generate":
+            entry |= {"max_new_tokens": request.max_new_tokens, "stop": list(request.stop), "reference": ""}
+        else:
+            entry["continuations"] = list(request.continuations)
+            # What scoring each continuation with its context reads, the common unit of work.
+            scored_tokens += sum(len(ids) + len(tokens) for tokens in model._continuation_tokens(request))
+        prompts.append(entry)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(folder / "rows.jsonl", rows)
+    _write_jsonl(folder / "prompts.jsonl", prompts)
+    lm_eval_name = "equita_bench_" + workload.name.replace("-", "_")
+    settings = {}
+    if kind == "generate":
+        settings = {"max_new_tokens": requests[0].max_new_tokens, "stop": list(requests[0].stop)}
+    task_yaml = lm_eval_task_yaml(lm_eval_name, folder / "prompts.jsonl", kind, **settings)
+    (folder / "lm_eval").mkdir(exist_ok=True)
+    (folder / "lm_eval" / f"{lm_eval_name}.yaml").write_text(yaml.safe_dump(task_yaml, sort_keys=False, allow_unicode=True))
+    return {
+        "task": workload.task,
+        "dataset": {"id": task.dataset.id, "config": task.config, "version": task.dataset.version, "revision": revision},
+        "kind": kind,
+        "requests": len(requests),
+        "limit": limit,
+        "prompt_tokens": prompt_tokens,
+        "scored_tokens": scored_tokens,
+        "settings": settings,
+        "lm_eval_task": lm_eval_name,
+        # lm-eval adds BOS to every context or to none: as equita does for raw text (chat prompts carry their own).
+        "add_bos_token": bool(prompts[0]["add_special_tokens"] and model.tokenizer("a")["input_ids"][:1] == [model.tokenizer.bos_token_id]),
+        "prompts": [p["prompt"] for p in prompts],
+    }
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:
+    write_atomic(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def run_worker(spec: dict, folder: Path) -> dict:
+    """One run in a fresh process; adds its wall time and peak resident memory (from the kernel)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{spec['tool']}-{spec['repetition']}"
+    spec_path, out_path, log_path = folder / f"{stem}.spec.json", folder / f"{stem}.json", folder / f"{stem}.log"
+    spec_path.write_text(json.dumps(spec, indent=2))
+    out_path.unlink(missing_ok=True)
+    environment = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    started = time.perf_counter()
+    with log_path.open("w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "equita.runners.bench_worker", str(spec_path), str(out_path)], stdout=log, stderr=log, env=environment)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if process.returncode != 0 or not out_path.is_file():
+        tail = log_path.read_text(errors="replace")[-2000:]
+        raise BenchError(f"{spec['tool']} run {spec['repetition']} of {spec['workload_name']} failed (exit {process.returncode}); log {log_path}:\n{tail}")
+    result = json.loads(out_path.read_text())
+    result["wall_s"] = wall
+    result["peak_rss_mib"] = usage.ru_maxrss / 1024  # Linux reports KiB
+    return result
+
+
+# -- checking that the work was the same --------------------------------------------------------
+
+
+def compare_logprobs(reference: list[list[float]], other: list[list[float]]) -> dict:
+    """Largest absolute difference over all continuations; shapes must match."""
+    if len(reference) != len(other) or any(len(a) != len(b) for a, b in zip(reference, other)):
+        return {"same_work": False, "why": "different numbers of requests or continuations"}
+    worst = max((abs(x - y) for a, b in zip(reference, other) for x, y in zip(a, b)), default=0.0)
+    same = worst <= LOGPROB_TOLERANCE
+    return {"same_work": same, "max_logprob_diff": worst, **({} if same else {"why": f"log-probabilities differ by up to {worst:.2e} (> {LOGPROB_TOLERANCE})"})}
+
+
+def first_divergence(tokens_a: list[int], tokens_b: list[int]) -> int:
+    step = 0
+    while step < min(len(tokens_a), len(tokens_b)) and tokens_a[step] == tokens_b[step]:
+        step += 1
+    return step
+
+
+def compare_texts(prompts: list[str], reference: list[str], other: list[str], margin: Callable[[int, str, str], float | None]) -> dict:
+    """Equal answers, or answers that part at a near-tie; `margin(i, a, b)` gives the gap between
+    the two parting tokens for prompt i (None when they are not the model's top two)."""
+    if len(reference) != len(other):
+        return {"same_work": False, "why": f"{len(reference)} answers against {len(other)}"}
+    parted, ties = [], []
+    for number, (a, b) in enumerate(zip(reference, other)):
+        if a == b:
+            continue
+        gap = margin(number, a, b)
+        if gap is not None and gap < NEAR_TIE:
+            ties.append({"request": number, "gap": gap})
+        else:
+            parted.append({"request": number, "equita": a, "peer": b, "gap": gap})
+    result = {"same_work": not parted, "identical": len(reference) - len(parted) - len(ties), "near_ties": ties}
+    if parted:
+        result |= {"why": f"{len(parted)} answers differ beyond a near-tie", "differences": parted[:5]}
+    return result
+
+
+def tie_margin(model: LanguageModel, prompts: list[str]) -> Callable[[int, str, str], float | None]:
+    """Recompute, one prompt alone, the step where two answers part: |log p(a) - log p(b)| if both
+    parting tokens are the model's top two there, else None."""
+
+    def margin(number: int, a: str, b: str) -> float | None:
+        prompt = model.tokenizer(prompts[number], add_special_tokens=False)["input_ids"]
+        tokens_a = model.tokenizer(a, add_special_tokens=False)["input_ids"]
+        tokens_b = model.tokenizer(b, add_special_tokens=False)["input_ids"]
+        step = first_divergence(tokens_a, tokens_b)
+        eos = model.eos_ids[0] if model.eos_ids else None
+        token_a = tokens_a[step] if step < len(tokens_a) else eos
+        token_b = tokens_b[step] if step < len(tokens_b) else eos
+        if token_a is None or token_b is None:
+            return None
+        with torch.inference_mode():
+            ids = torch.tensor([prompt + tokens_a[:step]], device=model.model.device)
+            logprobs = model.model(input_ids=ids).logits[0, -1].float().log_softmax(-1)
+        top_two = set(logprobs.topk(2).indices.tolist())
+        if {token_a, token_b} != top_two:
+            return None
+        return abs(float(logprobs[token_a] - logprobs[token_b]))
+
+    return margin
+
+
+# -- the machine's ceiling ----------------------------------------------------------------------
+
+
+def matmul_rate(size: int = 2048, repeats: int = 10) -> float:
+    """Measured float32 matrix-multiply rate (FLOP/s) with the threads torch uses here."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    for _ in range(3):
+        a @ b
+    started = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * size**3 * repeats / (time.perf_counter() - started)
+
+
+def flops_per_token(model: LanguageModel, context: float) -> float:
+    """2 x parameters touched per token (embedding lookup excluded, output projection included),
+    plus attention over `context` earlier tokens (QK and AV: 4 x layers x context x width)."""
+    config = model.model.config
+    parameters = sum(p.numel() for p in model.model.parameters())
+    embedding = model.model.get_input_embeddings().weight
+    head = model.model.get_output_embeddings().weight
+    tied = head.data_ptr() == embedding.data_ptr()
+    matrix = parameters - embedding.numel() + (head.numel() if tied else 0)
+    layers = getattr(config, "num_hidden_layers", 0)
+    width = getattr(config, "hidden_size", 0)
+    return 2 * matrix + 4 * layers * context * width
+
+
+# -- the whole benchmark ------------------------------------------------------------------------
+
+
+def _summary(runs: list[dict], tokens: int, ceiling: float) -> dict:
+    run_s = [r["run_s"] for r in runs]
+    median = statistics.median(run_s)
+    return {
+        "runs": len(runs),
+        "run_s": run_s,
+        "median_run_s": median,
+        "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+        "median_setup_s": statistics.median(r["setup_s"] for r in runs),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
+        "tokens_per_s": tokens / median,
+        "ceiling_share": tokens / median / ceiling,
+    }
+
+
+def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
+    unknown = [name for name in options.workloads if name not in WORKLOADS]
+    if unknown:
+        raise BenchError(f"unknown workload {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
+    bad_tools = [tool for tool in options.tools if tool not in TOOLS]
+    if bad_tools or "equita" not in options.tools:
+        raise BenchError(f"tools must include equita and come from {', '.join(TOOLS)}; got {', '.join(options.tools)}")
+    if options.repeats < 1 or options.batch_size < 1:
+        raise BenchError("--repeats and --batch-size must be at least 1")
+    if "lm-eval" in options.tools:
+        try:
+            lm_eval_version = metadata.version("lm_eval")
+        except metadata.PackageNotFoundError:
+            raise BenchError("lm-eval is not installed; run: pip install 'equita[bench]' (or leave it out with --tools equita,naive)") from None
+    else:
+        lm_eval_version = None
+    model = load_model(options.model, device=options.device, dtype=options.dtype)
+    folder_model = model.info.path
+    options.out.mkdir(parents=True, exist_ok=True)
+    rate = matmul_rate()
+    log(f"matrix multiply: {rate / 1e9:.0f} GFLOP/s (float32, {torch.get_num_threads()} threads)")
+    report = {
+        "schema": BENCH_SCHEMA,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "model": model.info.as_dict(),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "matmul_gflops": rate / 1e9,
+        },
+        "versions": {
+            "equita": metadata.version("equita"),
+            "torch": torch.__version__,
+            "transformers": metadata.version("transformers"),
+            "lm_eval": lm_eval_version,
+        },
+        "settings": {"batch_size": options.batch_size, "repeats": options.repeats, "device": options.device, "dtype": options.dtype, "tools": list(options.tools)},
+        "workloads": {},
+    }
+    for name in options.workloads:
+        workload = WORKLOADS[name]
+        tools = [tool for tool in workload.tools if tool in options.tools]
+        folder = options.out / "work" / name
+        described = prepare_workload(workload, model, folder, options, log)
+        prompts = described.pop("prompts")
+        log(f"{name}: {described['requests']} requests, tools {', '.join(tools)}, {options.repeats} repetitions")
+        runs: dict[str, list[dict]] = {tool: [] for tool in tools}
+        for repetition in range(options.repeats):
+            # Alternate who goes first, so drift in the machine's speed spreads over all tools.
+            order = tools[repetition % len(tools) :] + tools[: repetition % len(tools)]
+            for tool in order:
+                spec = {
+                    "tool": tool,
+                    "repetition": repetition,
+                    "workload_name": name,
+                    "workload": str(folder.resolve()),
+                    "task": workload.task,
+                    "kind": described["kind"],
+                    "lm_eval_task": described["lm_eval_task"],
+                    "model": folder_model,
+                    "batch_size": options.batch_size,
+                    "device": options.device,
+                    "dtype": options.dtype,
+                    "add_bos_token": described["add_bos_token"],
+                }
+                result = run_worker(spec, folder / "runs")
+                runs[tool].append(result)
+                log(f"  {name} {tool} #{repetition + 1}: {result['run_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB")
+        described["agreement"] = _agreement(runs, prompts, described["kind"], model)
+        if described["kind"] == "generate":
+            generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in runs["equita"][0]["answers"])
+            tokens = described["prompt_tokens"] + generated
+            described["generated_tokens"] = generated
+            context = described["prompt_tokens"] / described["requests"] + generated / described["requests"] / 2
+        else:
+            tokens = described["scored_tokens"]
+            context = described["prompt_tokens"] / described["requests"]
+        per_token = flops_per_token(model, context)
+        ceiling = rate / per_token
+        described["work_tokens"] = tokens
+        described["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": ceiling}
+        described["tools"] = {tool: _summary(results, tokens, ceiling) for tool, results in runs.items()}
+        described["ratios"], described["targets"] = {}, {}
+        equita = described["tools"]["equita"]
+        for tool in tools:
+            if tool == "equita":
+                continue
+            check = described["agreement"][tool]
+            peer = described["tools"][tool]
+            speed = peer["median_run_s"] / equita["median_run_s"] if check["same_work"] else None
+            described["ratios"][tool] = {
+                "speedup": speed,
+                "memory_ratio": equita["peak_rss_mib"] / peer["peak_rss_mib"],
+                **({} if check["same_work"] else {"withheld": check["why"]}),
+            }
+            if tool in workload.targets:
+                target = workload.targets[tool]
+                described["targets"][tool] = {"speedup": target, "met": speed is not None and speed >= target}
+            if tool == "lm-eval":
+                described["targets"]["memory"] = {"at_most": "lm-eval", "met": equita["peak_rss_mib"] <= peer["peak_rss_mib"]}
+        report["workloads"][name] = described
+        write_atomic(options.out / "bench.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(options.out / "bench.md", markdown(report))
+    return report
+
+
+def _agreement(runs: dict[str, list[dict]], prompts: list[str], kind: str, model: LanguageModel) -> dict:
+    """Each tool against equita's first run (and equita's own repetitions against each other)."""
+    reference = runs["equita"][0]["answers"]
+    margin = tie_margin(model, prompts)
+    agreement = {}
+    for tool, results in runs.items():
+        checks = []
+        for result in results if tool != "equita" else results[1:]:
+            if result["prompts"] != prompts:
+                checks.append({"same_work": False, "why": "the tool read different prompt texts"})
+            elif kind == "generate":
+                checks.append(compare_texts(prompts, reference, result["answers"], margin))
+            else:
+                checks.append(compare_logprobs(reference, result["answers"]))
+        failed = [check for check in checks if not check["same_work"]]
+        agreement[tool] = failed[0] if failed else (checks[0] if checks else {"same_work": True})
+    return agreement
+
+
+# -- the Markdown summary -------------------------------------------------------------------------
+
+
+def markdown(report: dict) -> str:
+    from tabulate import tabulate
+
+    settings, machine = report["settings"], report["machine"]
+    lines = [
+        f"# equita bench: {report['model']['id']}",
+        "",
+        f"{machine['processor']}, {machine['cpus']} CPUs, {machine['torch_threads']} torch threads, "
+        f"float32 matmul {machine['matmul_gflops']:.0f} GFLOP/s; device {settings['device']}, {settings['dtype']}, "
+        f"batch size {settings['batch_size']}, {settings['repeats']} repetitions (medians). "
+        f"equita {report['versions']['equita']}, lm-eval {report['versions']['lm_eval']}, transformers {report['versions']['transformers']}, torch {report['versions']['torch']}.",
+        "",
+    ]
+    for name, workload in report["workloads"].items():
+        limit = f"subset of {workload['requests']} (--limit {workload['limit']})" if workload["limit"] else f"all {workload['requests']}"
+        lines += [
+            f"## {name} ({workload['task']}, {workload['kind']}, {limit} requests)",
+            "",
+            f"{workload['work_tokens']:,} tokens of work; ceiling {workload['ceiling']['tokens_per_s']:.0f} tokens/s "
+            f"({workload['ceiling']['flops_per_token'] / 1e6:.0f} MFLOP per token).",
+            "",
+        ]
+        table = []
+        for tool, summary in workload["tools"].items():
+            ratio = workload["ratios"].get(tool)
+            if ratio is None:
+                speed = "—"
+            elif ratio["speedup"] is None:
+                speed = "withheld: " + ratio["withheld"]
+            else:
+                speed = f"{ratio['speedup']:.2f}x"
+            agreement = workload["agreement"].get(tool, {})
+            if tool == "equita":
+                same = "reference" if agreement.get("same_work", True) else "NOT repeatable: " + agreement["why"]
+            elif not agreement.get("same_work"):
+                same = "no: " + agreement.get("why", "")
+            elif "max_logprob_diff" in agreement:
+                same = f"yes (max diff {agreement['max_logprob_diff']:.1e})"
+            else:
+                same = f"yes ({agreement['identical']} identical, {len(agreement['near_ties'])} near-ties)"
+            table.append(
+                [
+                    tool,
+                    f"{summary['median_run_s']:.1f}",
+                    f"{summary['median_wall_s']:.1f}",
+                    f"{summary['tokens_per_s']:.0f}",
+                    f"{100 * summary['ceiling_share']:.0f}%",
+                    f"{summary['peak_rss_mib']:.0f}",
+                    speed,
+                    same,
+                ]
+            )
+        lines.append(
+            tabulate(table, headers=["tool", "run s", "wall s", "tokens/s", "of ceiling", "peak MiB", "equita speed-up", "same work"], tablefmt="github")
+        )
+        targets = workload.get("targets", {})
+        if targets:
+            met = ", ".join(
+                f"{tool}: {'met' if target['met'] else 'NOT met'}" + (f" (target {target['speedup']}x)" if "speedup" in target else " (memory)")
+                for tool, target in targets.items()
+            )
+            lines += ["", f"Targets: {met}."]
+        lines.append("")
+    return "\n".join(lines)

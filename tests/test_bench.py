@@ -1,0 +1,186 @@
+"""`equita bench`: the same-work checks, the files it gives lm-eval, the report, and a real run end to end.
+
+No test here asserts a timing: speed is what the benchmark measures, not what the suite checks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from importlib import metadata
+
+import pytest
+
+from equita.builders import get_task
+from equita.runners import bench
+
+FAR = 5.0  # a gap no rounding explains
+
+
+@pytest.mark.parametrize(
+    "reference, other, gaps, same, identical, ties",
+    [
+        (["a", "b"], ["a", "b"], {}, True, 2, 0),
+        (["a", "b"], ["a", "c"], {1: 2e-4}, True, 1, 1),  # parted at a near-tie
+        (["a", "b"], ["a", "c"], {1: FAR}, False, 1, 0),  # parted where the model was sure
+        (["a", "b"], ["a", "c"], {1: None}, False, 1, 0),  # the parting tokens are not its top two
+    ],
+)
+def test_greedy_answers_must_match_or_part_at_a_near_tie(reference, other, gaps, same, identical, ties):
+    result = bench.compare_texts(["p1", "p2"], reference, other, lambda i, a, b: gaps[i])
+    assert result["same_work"] is same
+    assert result["identical"] == identical
+    assert len(result["near_ties"]) == ties
+    if not same:
+        assert result["why"] == "1 answers differ beyond a near-tie"
+        assert result["differences"][0]["request"] == 1
+
+
+def test_different_numbers_of_answers_are_different_work():
+    assert bench.compare_texts(["p"], ["a"], ["a", "b"], lambda *_: 0.0) == {"same_work": False, "why": "1 answers against 2"}
+
+
+@pytest.mark.parametrize(
+    "other, same, worst",
+    [
+        ([[-1.0, -2.0], [-3.0]], True, 0.0),
+        ([[-1.00005, -2.0], [-3.0]], True, 5e-5),
+        ([[-1.0, -2.0003], [-3.0]], False, 3e-4),
+    ],
+)
+def test_logprobs_must_agree_within_the_tolerance(other, same, worst):
+    result = bench.compare_logprobs([[-1.0, -2.0], [-3.0]], other)
+    assert result["same_work"] is same
+    assert result["max_logprob_diff"] == pytest.approx(worst, abs=1e-9)
+
+
+def test_logprobs_of_another_shape_are_different_work():
+    assert bench.compare_logprobs([[-1.0, -2.0]], [[-1.0]])["same_work"] is False
+
+
+def test_first_divergence():
+    assert [bench.first_divergence(a, b) for a, b in [([1, 2, 3], [1, 2, 4]), ([1, 2], [1, 2, 3]), ([5], [6]), ([], [])]] == [2, 2, 0, 0]
+
+
+def test_lm_eval_yaml_for_generation_and_scoring(tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    generate = bench.lm_eval_task_yaml("t_gen", prompts, "generate", max_new_tokens=32, stop=("\n\n",))
+    assert generate == {
+        "task": "t_gen",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(prompts.resolve())}},
+        "test_split": "test",
+        "doc_to_text": "prompt",
+        "output_type": "generate_until",
+        "doc_to_target": "reference",
+        "generation_kwargs": {"until": ["\n\n"], "max_gen_toks": 32, "do_sample": False},
+        "metric_list": [{"metric": "exact_match"}],
+    }
+    scoring = bench.lm_eval_task_yaml("t_ll", prompts, "loglikelihood")
+    assert scoring["output_type"] == "multiple_choice"
+    # Continuations carry their own leading space (" uomo"): no delimiter may be added.
+    assert (scoring["doc_to_choice"], scoring["target_delimiter"]) == ("continuations", "")
+
+
+def test_flops_per_token_by_hand(smollm2):
+    # SmolLM2-135M ties its output projection to the embedding: every parameter but the lookup
+    # is a matrix each token multiplies, the shared matrix once as the output projection.
+    config = smollm2.model.config
+    expected = 2 * smollm2.info.parameters + 4 * config.num_hidden_layers * 10 * config.hidden_size
+    assert bench.flops_per_token(smollm2, context=10) == expected
+    assert (config.num_hidden_layers, config.hidden_size) == (30, 576)
+
+
+def _report(agreement: dict, ratios: dict) -> dict:
+    tool = {"median_run_s": 10.0, "median_wall_s": 12.0, "tokens_per_s": 100.0, "ceiling_share": 0.25, "peak_rss_mib": 900.0}
+    return {
+        "model": {"id": "smollm2"},
+        "machine": {"processor": "x86_64", "cpus": 2, "torch_threads": 2, "matmul_gflops": 150.0},
+        "settings": {"device": "cpu", "dtype": "float32", "batch_size": 16, "repeats": 3},
+        "versions": {"equita": "0.1.0", "lm_eval": "0.4.13", "transformers": "5", "torch": "2"},
+        "workloads": {
+            "jobs": {
+                "task": "jobs",
+                "kind": "loglikelihood",
+                "requests": 1026,
+                "limit": None,
+                "work_tokens": 56994,
+                "ceiling": {"tokens_per_s": 400.0, "flops_per_token": 2.7e8},
+                "tools": {"equita": tool, "lm-eval": tool},
+                "agreement": {"equita": {"same_work": True}, "lm-eval": agreement},
+                "ratios": {"lm-eval": ratios},
+                "targets": {"lm-eval": {"speedup": 3.0, "met": ratios["speedup"] is not None and ratios["speedup"] >= 3}},
+            }
+        },
+    }
+
+
+def test_markdown_reports_the_ratio_only_on_the_same_work():
+    same = bench.markdown(_report({"same_work": True, "max_logprob_diff": 4e-5}, {"speedup": 3.4, "memory_ratio": 0.9}))
+    assert "| lm-eval |" in same and "3.40x" in same and "yes (max diff 4.0e-05)" in same
+    assert "all 1026 requests" in same and "Targets: lm-eval: met (target 3.0x)." in same
+    withheld = bench.markdown(
+        _report({"same_work": False, "why": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"}, {"speedup": None, "memory_ratio": 0.9, "withheld": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"})
+    )
+    assert "withheld: log-probabilities differ" in withheld and "x |" not in withheld
+    assert "Targets: lm-eval: NOT met (target 3.0x)." in withheld
+
+
+def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
+    with pytest.raises(bench.BenchError, match="unknown workload nope; valid: itap-at, jobs, gfg"):
+        bench.bench(bench.BenchOptions(out=tmp_path, workloads=("nope",)))
+    with pytest.raises(bench.BenchError, match="tools must include equita"):
+        bench.bench(bench.BenchOptions(out=tmp_path, tools=("lm-eval", "naive")))
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(bench.metadata, "version", not_installed)
+    with pytest.raises(bench.BenchError, match=r"lm-eval is not installed; run: pip install 'equita\[bench\]'"):
+        bench.bench(bench.BenchOptions(out=tmp_path, tools=("equita", "lm-eval")))
+
+
+def _equita(*args: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "EQUITA_SOURCE_DIR"}
+    return subprocess.run(["equita", *args], capture_output=True, text=True, env=environment, timeout=900)
+
+
+def test_bad_limit_is_refused():
+    result = _equita("bench", "--limit", "jobs=0")
+    assert result.returncode == 2 and "--limit jobs=0: use WORKLOAD=N" in result.stderr
+
+
+def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
+    """Two small workloads, all three tools, two alternating repetitions, on the real SmolLM2 and lm-eval."""
+    datasets = tmp_path / "datasets"
+    datasets.mkdir()
+    (datasets / "itap_at").symlink_to(itap_dir)
+    get_task("jobs").build_to(datasets / "jobs", source_dir=None, force=False)
+    out = tmp_path / "bench"
+    result = _equita(
+        "bench", "--workloads", "itap-at,jobs", "--limit", "itap-at=3", "--limit", "jobs=1", "--repeats", "2", "--batch-size", "4",
+        "--datasets", str(datasets), "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "bench.json").read_text())
+    assert report["schema"] == "equita.bench/1" and report["settings"]["batch_size"] == 4
+    itap, jobs = report["workloads"]["itap-at"], report["workloads"]["jobs"]
+    assert (itap["requests"], itap["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", 6, "loglikelihood")
+    # Jobs: 6 sentences x 4 words, each word scored with its sentence: the work lm-eval does.
+    assert jobs["scored_tokens"] > 4 * jobs["prompt_tokens"]
+    # Same work, checked before any ratio: the same prompt texts, greedy answers, log-probabilities.
+    assert itap["agreement"]["lm-eval"]["same_work"] and itap["agreement"]["naive"]["same_work"]
+    assert jobs["agreement"]["lm-eval"]["max_logprob_diff"] <= bench.LOGPROB_TOLERANCE
+    for workload, tools in [(itap, {"equita", "lm-eval", "naive"}), (jobs, {"equita", "lm-eval"})]:
+        assert set(workload["tools"]) == tools
+        for summary in workload["tools"].values():
+            assert summary["runs"] == 2 and summary["median_run_s"] > 0 and summary["peak_rss_mib"] > 100
+        assert all(ratio["speedup"] is not None for ratio in workload["ratios"].values())
+    # The lm-eval task the benchmark wrote reads the very prompts equita renders.
+    prompts = [json.loads(line)["prompt"] for line in (out / "work" / "itap-at" / "prompts.jsonl").read_text().splitlines()]
+    assert prompts[0].startswith("<|im_start|>system\n") and prompts[0].endswith("<|im_start|>assistant\n")
+    assert (out / "work" / "itap-at" / "lm_eval" / "equita_bench_itap_at.yaml").is_file()
+    markdown = (out / "bench.md").read_text()
+    assert "## itap-at (itap-at, generate, subset of 3 (--limit 3) requests)" in markdown
+    assert markdown in result.stdout
