@@ -492,7 +492,8 @@ def markdown(report: dict) -> str:
         targets = workload.get("targets", {})
         if targets:
             met = ", ".join(
-                f"{tool}: {'met' if target['met'] else 'NOT met'}" + (f" (target {target['speedup']}x)" if "speedup" in target else " (memory)")
+                f"{tool}: {'met' if target['met'] else 'NOT met'}"
+                + (f" (target {target['speedup']}x)" if "speedup" in target else f" (peak at most {target['at_most']}'s)")
                 for tool, target in targets.items()
             )
             lines += ["", f"Targets: {met}."]

@@ -110,7 +110,10 @@ def _report(agreement: dict, ratios: dict) -> dict:
                 "tools": {"equita": tool, "lm-eval": tool},
                 "agreement": {"equita": {"same_work": True}, "lm-eval": agreement},
                 "ratios": {"lm-eval": ratios},
-                "targets": {"lm-eval": {"speedup": 3.0, "met": ratios["speedup"] is not None and ratios["speedup"] >= 3}},
+                "targets": {
+                    "lm-eval": {"speedup": 3.0, "met": ratios["speedup"] is not None and ratios["speedup"] >= 3},
+                    "memory": {"at_most": "lm-eval", "met": True},
+                },
             }
         },
     }
@@ -119,12 +122,12 @@ def _report(agreement: dict, ratios: dict) -> dict:
 def test_markdown_reports_the_ratio_only_on_the_same_work():
     same = bench.markdown(_report({"same_work": True, "max_logprob_diff": 4e-5}, {"speedup": 3.4, "memory_ratio": 0.9}))
     assert "| lm-eval |" in same and "3.40x" in same and "yes (max diff 4.0e-05)" in same
-    assert "all 1026 requests" in same and "Targets: lm-eval: met (target 3.0x)." in same
+    assert "all 1026 requests" in same and "Targets: lm-eval: met (target 3.0x), memory: met (peak at most lm-eval's)." in same
     withheld = bench.markdown(
         _report({"same_work": False, "why": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"}, {"speedup": None, "memory_ratio": 0.9, "withheld": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"})
     )
     assert "withheld: log-probabilities differ" in withheld and "x |" not in withheld
-    assert "Targets: lm-eval: NOT met (target 3.0x)." in withheld
+    assert "Targets: lm-eval: NOT met (target 3.0x), memory" in withheld
 
 
 def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
