@@ -160,7 +160,7 @@ def prepare_workload(workload: Workload, model: LanguageModel, folder: Path, opt
         "lm_eval_task": lm_eval_name,
         # lm-eval adds BOS to every context or to none: as equita does for raw text (chat prompts carry their own).
         "add_bos_token": bool(prompts[0]["add_special_tokens"] and model.tokenizer("a")["input_ids"][:1] == [model.tokenizer.bos_token_id]),
-        "prompts": [p["prompt"] for p in prompts],
+        "prompts": prompts,
     }
 
 
@@ -213,7 +213,7 @@ def first_divergence(tokens_a: list[int], tokens_b: list[int]) -> int:
     return step
 
 
-def compare_texts(prompts: list[str], reference: list[str], other: list[str], margin: Callable[[int, str, str], float | None]) -> dict:
+def compare_texts(reference: list[str], other: list[str], margin: Callable[[int, str, str], float | None]) -> dict:
     """Equal answers, or answers that part at a near-tie; `margin(i, a, b)` gives the gap between
     the two parting tokens for prompt i (None when they are not the model's top two)."""
     if len(reference) != len(other):
@@ -233,12 +233,13 @@ def compare_texts(prompts: list[str], reference: list[str], other: list[str], ma
     return result
 
 
-def tie_margin(model: LanguageModel, prompts: list[str]) -> Callable[[int, str, str], float | None]:
+def tie_margin(model: LanguageModel, prompts: list[dict]) -> Callable[[int, str, str], float | None]:
     """Recompute, one prompt alone, the step where two answers part: |log p(a) - log p(b)| if both
-    parting tokens are the model's top two there, else None."""
+    parting tokens are the model's top two there, else None. `prompts`: prompts.jsonl's entries."""
 
     def margin(number: int, a: str, b: str) -> float | None:
-        prompt = model.tokenizer(prompts[number], add_special_tokens=False)["input_ids"]
+        entry = prompts[number]
+        prompt = model.tokenizer(entry["prompt"], add_special_tokens=entry["add_special_tokens"])["input_ids"]
         tokens_a = model.tokenizer(a, add_special_tokens=False)["input_ids"]
         tokens_b = model.tokenizer(b, add_special_tokens=False)["input_ids"]
         step = first_divergence(tokens_a, tokens_b)
@@ -412,18 +413,19 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     return report
 
 
-def _agreement(runs: dict[str, list[dict]], prompts: list[str], kind: str, model: LanguageModel) -> dict:
+def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, model: LanguageModel) -> dict:
     """Each tool against equita's first run (and equita's own repetitions against each other)."""
     reference = runs["equita"][0]["answers"]
+    texts = [entry["prompt"] for entry in prompts]
     margin = tie_margin(model, prompts)
     agreement = {}
     for tool, results in runs.items():
         checks = []
         for result in results if tool != "equita" else results[1:]:
-            if result["prompts"] != prompts:
+            if result["prompts"] != texts:
                 checks.append({"same_work": False, "why": "the tool read different prompt texts"})
             elif kind == "generate":
-                checks.append(compare_texts(prompts, reference, result["answers"], margin))
+                checks.append(compare_texts(reference, result["answers"], margin))
             else:
                 checks.append(compare_logprobs(reference, result["answers"]))
         failed = [check for check in checks if not check["same_work"]]

@@ -397,15 +397,16 @@ class LanguageModel:
             r = requests[i]
             return ("gen", r.max_new_tokens, r.stop) if isinstance(r, Generate) else ("ll",)
 
-        groups: dict[str, list[int]] = {}
         def order_key(i):
             # Generation: longest first (an out-of-memory error shows at once, padding stays small).
             # Scoring: token order, so that requests starting alike share tree rows.
-            return (str(settings(i)), -len(encoded[i]) if isinstance(requests[i], Generate) else encoded[i])
+            return -len(encoded[i]) if isinstance(requests[i], Generate) else encoded[i]
 
-        for i in sorted(range(len(requests)), key=order_key):
-            groups.setdefault(str(settings(i)), []).append(i)
-        for order in groups.values():
+        groups: dict[tuple, list[int]] = {}
+        for i in range(len(requests)):
+            groups.setdefault(settings(i), []).append(i)
+        for key in sorted(groups, key=str):
+            order = sorted(groups[key], key=order_key)
             prefix = self._shared_prefix([encoded[i] for i in order])
             position = 0
             size = batch_size
@@ -450,8 +451,11 @@ class LanguageModel:
         if length < MIN_SHARED_PREFIX:
             return None
         tokens = first[:length]
+        kwargs = {"input_ids": torch.tensor([tokens], device=self.model.device), "use_cache": True}
+        if self._takes_logits_to_keep:
+            kwargs["logits_to_keep"] = 1
         with torch.inference_mode():
-            output = self.model(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True, logits_to_keep=1)
+            output = self.model(**kwargs)
         cache = output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
         if cache is None or not hasattr(cache, "batch_repeat_interleave"):
             return None
