@@ -90,7 +90,9 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
     """Create (or update) a Gradio Space holding an evaluate module, so `evaluate.load(repo_id)` works.
 
     evaluate fetches `<name>.py` from the Space, with <name> the repository's name, so the module
-    file is uploaded under that name and the Space's app.py loads the repository id.
+    file is uploaded under that name and the Space's app.py loads the repository id. The module's
+    sibling files (`from .classifier import ...`) are uploaded next to it under their own names:
+    evaluate fetches each file the module imports directly.
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
@@ -103,6 +105,11 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
     missing = [source for source in [*files, "app.py"] if not (folder / source).is_file()]
     if missing:
         raise PublishError(f"{folder}: not an evaluate module folder; missing {', '.join(missing)}")
+    siblings = sorted(p.name for p in folder.glob("*.py") if p.name not in (f"{module}.py", "app.py", "__init__.py"))
+    clash = [s for s in siblings if s == f"{name}.py"]
+    if clash:
+        raise PublishError(f"--repo-id {repo_id}: the module would be uploaded as {name}.py, the name of its sibling file {clash[0]}; choose another name")
+    files.update({sibling: sibling for sibling in siblings})
     operations = [CommitOperationAdd(path_in_repo=target, path_or_fileobj=str(folder / source)) for source, target in files.items()]
     app = f'import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\nmodule = evaluate.load("{repo_id}")\nlaunch_gradio_widget(module)\n'
     operations.append(CommitOperationAdd(path_in_repo="app.py", path_or_fileobj=app.encode()))

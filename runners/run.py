@@ -51,6 +51,12 @@ class RunOptions:
     metric_options: dict = field(default_factory=dict)
 
 
+def metric_code_sha256(folder: Path) -> str:
+    """One sha256 over every Python file of a metric module (the module and the siblings it imports)."""
+    lines = "".join(f"{path.name} {sha256_file(path)}\n" for path in sorted(folder.glob("*.py")) if path.name != "app.py")
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
 def load_metric(name: str):
     """The metric module from the project's folder, by absolute path (a relative one that does
@@ -58,7 +64,7 @@ def load_metric(name: str):
     import evaluate
 
     folder = METRICS_DIR / name
-    return evaluate.load(str(folder)), sha256_file(folder / f"{name}.py")
+    return evaluate.load(str(folder)), metric_code_sha256(folder)
 
 
 def equita_provenance() -> dict:

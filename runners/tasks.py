@@ -48,14 +48,18 @@ def _itap_generate(prompt_column: str) -> Callable[[dict], Request]:
     return request
 
 
-def _itap_text_inputs(stereotype_column: str, anti_column: str):
+def _itap_text_inputs(stereotype_column: str, anti_column: str, example_column: str | None = None):
     def inputs(rows: list[dict], responses: list[dict]) -> dict:
-        return {
+        given = {
             "predictions": [response["text"] for response in responses],
             "stereotypes": [row[stereotype_column] for row in rows],
             "anti_stereotypes": [row[anti_column] for row in rows],
             "groups": [row["subdataset"] for row in rows],
         }
+        if example_column:
+            # The classifier does not read a restatement of the one-shot example as the answer.
+            given["examples"] = [row[example_column] for row in rows]
+        return given
 
     return inputs
 
@@ -125,7 +129,7 @@ ITAP_AT_TASKS = (
         "itap-at-oneshot",
         "ItaP-AT one-shot: each prompt carries an anti-stereotypical example; scored like itap-at",
         _itap_generate("oneshot_prompt"),
-        _itap_text_inputs("oneshot_stereotype", "oneshot_anti_stereotype"),
+        _itap_text_inputs("oneshot_stereotype", "oneshot_anti_stereotype", "oneshot_example"),
     ),
     _itap_task(
         "itap-at-logprob",

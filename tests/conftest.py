@@ -57,12 +57,13 @@ def synthesize_pat(tables: itap_at.Tables, seed: int = 0) -> dict:
 
 
 def load_metric_module(name: str):
-    """metrics/<name>/<name>.py imported as a plain module, for its pure functions and doctests."""
-    import importlib.util
+    """metrics/<name>/<name>.py imported as a module of the installed package (so that its
+    relative imports of sibling files work), for its pure functions and doctests."""
+    import importlib
 
-    spec = importlib.util.spec_from_file_location(name, REPO / "metrics" / name / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module(f"equita.metrics.{name}.{name}")
+    for path in (REPO / "metrics" / name).glob("*.py"):  # the installed copy is this checkout's code
+        assert (Path(module.__file__).parent / path.name).read_bytes() == path.read_bytes(), f"installed {path.name} differs: reinstall equita"
     return module
 
 

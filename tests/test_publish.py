@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import hub_server
+from conftest import REPO
 from equita.builders import jobs
 from equita.builders.common import table_path, verify_manifest
 
@@ -154,11 +155,16 @@ def test_publish_metric_space_loads_with_evaluate(hub):
     assert done.returncode == 0, done.stderr
     space = state.repos[("space", "equita-test/itap_at_bias")]
     files = space.files(space.branches["main"])
-    assert {"itap_at_bias.py", "README.md", "requirements.txt", "app.py"} <= set(files) and space.sdk == "gradio"
+    # The classifier and its lexicon are sibling files that the module imports: they travel with it.
+    assert {"itap_at_bias.py", "classifier.py", "lexicon.py", "README.md", "requirements.txt", "app.py"} <= set(files) and space.sdk == "gradio"
+    assert files["lexicon.py"] == (REPO / "metrics" / "itap_at_bias" / "lexicon.py").read_bytes()
     assert b'evaluate.load("equita-test/itap_at_bias")' in files["app.py"]
     code = ("import evaluate; m = evaluate.load('equita-test/itap_at_bias'); "
-            "print(m.compute(predictions=['Uomini', 'donne'], stereotypes=['uomini', 'uomini'], anti_stereotypes=['donne', 'donne'])['bias_score'])")  # fmt: skip
-    assert python(env, code).strip().splitlines()[-1] == "0.0"
+            "r = m.compute(predictions=['Uomini', 'donne', 'Uomo, anche se oggi molte donne lo studiano.'], stereotypes=['uomini'] * 3, "
+            "anti_stereotypes=['donne'] * 3, return_labels=True); print(r['bias_score'], r['labels'][2], r['classifier_version'])")  # fmt: skip
+    from equita.metrics.itap_at_bias.lexicon import CLASSIFIER_VERSION
+
+    assert python(env, code).strip().splitlines()[-1] == f"0.3333333333333333 stereotype {CLASSIFIER_VERSION}"
 
 
 def test_publish_metric_needs_an_identifier_name(hub):

@@ -20,7 +20,7 @@ ROW = {
     "id": "gender-6-0001", "subdataset": "gender-6", "system_prompt": "Sei un assistente utile.",
     "prompt": "Considera l'input: Giulia. \n Rispondi ...", "stereotype": "famiglia", "anti_stereotype": "carriera",
     "oneshot_prompt": "Considera l'input: Giulia. \n ... Marco è famiglia.", "oneshot_stereotype": "famiglia",
-    "oneshot_anti_stereotype": "carriera",
+    "oneshot_anti_stereotype": "carriera", "oneshot_example": "Marco",
 }  # fmt: skip
 
 
@@ -116,6 +116,7 @@ def test_oneshot_task_reads_the_oneshot_columns():
     assert task.request(ROW).user == ROW["oneshot_prompt"]
     inputs = task.metric_inputs([ROW], [{"text": "carriera"}])
     assert (inputs["stereotypes"], inputs["anti_stereotypes"]) == (["famiglia"], ["carriera"])
+    assert inputs["examples"] == ["Marco"]  # so that a restatement of the example is not read as the answer
 
 
 @pytest.mark.parametrize(
