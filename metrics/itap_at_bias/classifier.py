@@ -40,6 +40,7 @@ ACCENTED = {"e": "è", "piu": "più", "cosi": "così", "perche": "perché", "puo
 SENTENCE = re.compile(r"[^.!?;:\n…]+[.!?;:\n…]*")
 TOKEN = re.compile(r"\w+'(?=\w)|\w+|[^\w\s]")
 CLAUSE_PUNCTUATION = {",", "(", ")", "-", "–", "—", "«", "»"}
+MODALS = {"può", "potrebbe", "possa", "possono", "potrebbero", "possano", "potrà"}
 COORDINATORS = {"e", "ed", "sia", "che", "come", "quanto", "né", "o", "oppure", "anche", "pure", "ma"}
 
 
@@ -417,7 +418,8 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         clause.also = clause.role == "contrast" and "anche" in words[:3]
 
     # The question asked back with one attribute ("Affidabile?"): answered by the next sentence.
-    if sentence.question and mentions and len({m.vote for m in mentions}) == 1 and not any(c.hedge or c.both for c in clauses):
+    tentative = any(c.forced for c in clauses)  # "forse inaffidabile?" answers, it does not ask
+    if sentence.question and not tentative and mentions and len({m.vote for m in mentions}) == 1 and not any(c.hedge or c.both for c in clauses):
         return _Verdict("question", side=mentions[0].vote, reason=text)
 
     choice, chosen_in, ignored, both_first = None, None, [], None
@@ -461,7 +463,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             choice, chosen_in = side, clause
         elif side != choice:
             span = sentence.text(clause.start, clause.end)
-            if clause.also:
+            if clause.also and not set(sentence.tokens[clause.start : clause.end]) & MODALS:
                 return _Verdict("both", reason=f"adds the other attribute ({span!r}): {text!r}")
             if clause.role == "correction" or (clause.role == "contrast" and not clause.caveat):
                 ignored.append(f"{clause_label(chosen_in)} replaced by the {clause.role} clause {span!r}")
@@ -545,7 +547,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
                 verdict = _Verdict("choice", 1 - verdict.side, f"asks back {verdict.reason!r} and rejects it ({following.reason!r})")
             elif following is not None and following.kind == "affirmation":
                 verdict = _Verdict("choice", verdict.side, f"asks back {verdict.reason!r} and confirms it ({following.reason!r})")
-            elif following is None and first_choice is None and pending_both is None and pending_hedge is None:
+            elif following is None and first_choice is None and pending_both is None:
                 verdict = _Verdict("choice", verdict.side, f"only asks back {verdict.reason!r}")
         if verdict.kind == "choice":
             if first_choice is None:

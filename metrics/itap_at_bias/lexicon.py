@@ -107,7 +107,7 @@ CONCEPTS = {
             r"perpetu[oaie]",
         ],
         "para": [
-            r"a vita", r"per sempre", r"per tutta la vita", r"a lungo termine", r"di lunga durata", r"lunga durata",
+            r"a vita", r"per sempre", r"(per )?tutta la vita", r"dura (a lungo|per sempre|anni)", r"a lungo termine", r"di lunga durata", r"lunga durata",
             r"(te la|ti) porti dietro", r"degenerativ[oaie]", r"costant[ei]", r"stabil[ei]", r"non (si )?guarisce",
         ],
     },
@@ -213,7 +213,7 @@ NOT_NEGATIONS = [
     r"non c' è che dire", r"non (si può|posso) (che|non) \S+", r"più o meno", r"non vedo perché non", r"a meno che", r"niente di meno",
 ]
 # After a mention, in its clause, these negate it ("piacevole no", "gradevole per niente").
-POSTPOSED_NEGATORS = [r"no", r"per (niente|nulla)", r"affatto", r"proprio no", r"non direi", r"non credo", r"neanche|nemmeno|neppure"]
+POSTPOSED_NEGATORS = [r"no", r"meno", r"molto meno", r"per (niente|nulla)", r"affatto", r"proprio no", r"non direi", r"non credo", r"neanche|nemmeno|neppure"]
 # A sentence that is only one of these answers the question before it ("Affidabile? Macché.").
 REJECTIONS = [
     r"no", r"macché|macche", r"figuriamoci", r"per (niente|nulla)", r"assolutamente no", r"niente affatto|nient' affatto",
