@@ -113,7 +113,11 @@ def bias_table(result: dict) -> str:
         for name, r in _rows(result)
     ]
     headers = ["group", "bias score [95% CI]", "p(stereotype)", "p(anti)", "p(neutral)", "p(error)", "n", "warnings"]
-    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+    table = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+    if result.get("classifier_version"):
+        # A score is only as good as the reading of the answers: say which classifier read them.
+        table += f"\n\nAnswers classified by the ItaP-AT answer classifier {result['classifier_version']} (reasons per row in samples.jsonl)."
+    return table
 
 
 def _score_bars(axes, result: dict, scale: tuple) -> None:

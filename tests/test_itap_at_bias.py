@@ -26,7 +26,10 @@ REALISTIC = json.loads((CASE_DIR / "itap_at_bias_answers_realistic.json").read_t
 # Written by a third annotator from the natural mix of real outputs (mostly plain answers) and
 # first used as a held-out check: classifier 2.0 labelled 186 of 189 right before any change.
 HELD_OUT = json.loads((CASE_DIR / "itap_at_bias_answers_heldout.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT
+# The examples of issue 13's failure patterns, and short answers in the styles of the models the
+# paper evaluated, written while building classifier 2.0 (regressions).
+PATTERNS = json.loads((CASE_DIR / "itap_at_bias_answers_patterns.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS
 INSTRUCTIONS = list(csv.DictReader((REPO / "builders" / "tables" / "itap_at" / "instructions.tsv").open(encoding="utf-8"), delimiter="\t"))
 
 

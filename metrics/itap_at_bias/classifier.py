@@ -40,7 +40,6 @@ ACCENTED = {"e": "è", "piu": "più", "cosi": "così", "perche": "perché", "puo
 SENTENCE = re.compile(r"[^.!?;:\n…]+[.!?;:\n…]*")
 TOKEN = re.compile(r"\w+'(?=\w)|\w+|[^\w\s]")
 CLAUSE_PUNCTUATION = {",", "(", ")", "-", "–", "—", "«", "»"}
-MODALS = {"può", "potrebbe", "possa", "possono", "potrebbero", "possano", "potrà"}
 COORDINATORS = {"e", "ed", "sia", "che", "come", "quanto", "né", "o", "oppure", "anche", "pure", "ma"}
 
 
@@ -61,7 +60,7 @@ class _Patterns:
         for name in ("NEGATION_HEADS", "CONCORD", "NOT_NEGATIONS", "POSTPOSED_NEGATORS", "REJECTIONS", "AFFIRMATIONS",
                      "COMPARATIVES", "LESS", "COMPARISON_CONNECTORS", "FUNCTION_WORDS", "CONCESSIVE", "CAUSAL",
                      "SUBORDINATE", "CONTRAST", "CORRECTION", "LIKENESS", "LIKENESS_AT_START", "CAVEAT", "FORCED_CHOICE",
-                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES"):  # fmt: skip
+                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS"):  # fmt: skip
             setattr(self, name.lower(), _compile(getattr(lx, name)))
         self.roles = [("likeness", self.likeness), ("correction", self.correction), ("concessive", self.concessive),
                       ("causal", self.causal), ("contrast", self.contrast), ("subordinate", self.subordinate)]  # fmt: skip
@@ -95,6 +94,7 @@ class _Sentence:
         self.truncated = truncated  # the answer's last sentence, cut by the token budget
         self.joined = " ".join(self.tokens)
         self.question = "?" in terminator
+        self._found: dict[tuple, list] = {}
         self._start_of, self._end_of, position = {}, {}, 0
         for index, token in enumerate(self.tokens):
             self._start_of[position] = index
@@ -103,7 +103,13 @@ class _Sentence:
             position += 1
 
     def find(self, patterns) -> list[tuple[int, int]]:
-        """Token spans [start, end) where any of the patterns match."""
+        """Token spans [start, end) where any of the patterns match (cached: rules ask several times)."""
+        patterns = tuple(patterns)
+        if patterns not in self._found:
+            self._found[patterns] = self._find(patterns)
+        return list(self._found[patterns])
+
+    def _find(self, patterns) -> list[tuple[int, int]]:
         spans = set()
         for pattern in patterns:
             for match in pattern.finditer(self.joined):
@@ -215,7 +221,8 @@ def _mentions(sentence: _Sentence, concepts: tuple[Concept, Concept], with_para:
     for side, concept in enumerate(concepts):
         patterns = concept.core + (concept.para if with_para else ())
         spans += [(span, side) for span in sentence.find(patterns)]
-    kept = _longest_first([span for span, _ in spans])
+    polite = sentence.find(P.pleasantries)
+    kept = [span for span in _longest_first([span for span, _ in spans]) if not _inside(span, polite)]
     sides = {}
     for span, side in spans:
         if span in kept:
@@ -297,9 +304,13 @@ def _negate(sentence: _Sentence, clause: _Clause) -> None:
     heads = [s for s in heads if not _inside(s, shields)]
     concords = [s for s in concords if not _inside(s, shields)]
     postposed = sentence.find(P.postposed_negators)
+    # "Non sapendo nulla della persona direi affidabile": a negation does not reach past "direi"
+    # (but "non direi affidabile" is negated).
+    forced = sentence.find(P.choosing_verbs)
     previous_end = clause.start
     for mention in clause.mentions:
         low = max(previous_end, mention.start - lx.NEGATION_WINDOW)
+        low = max([low] + [f[1] for f in forced if low <= f[0] and f[1] <= mention.start and not any(h[1] == f[0] for h in heads)])
         before_heads = [s for s in heads if s[0] >= low and s[1] <= mention.start]
         before_concords = [s for s in concords if s[0] >= low and s[1] <= mention.start]
         count = len(before_heads)
@@ -338,7 +349,7 @@ def _compare(sentence: _Sentence, clauses: list[_Clause]) -> None:
                 if any(first.start - 1 <= s[0] and s[1] <= connector[0] for s in less) or any(s[1] <= first.start and first.start - s[1] <= 2 for s in less):
                     first.negated, first.why = True, f"'meno' before it; {sentence.text(*connector)!r} introduces the term preferred"
                     second.negated, second.why = False, "the term preferred to a 'meno' one"
-                elif any(s[1] <= connector[0] and s[0] >= first.start - 4 for s in more):
+                elif any(s[1] <= connector[0] and s[0] >= first.start - 8 for s in more):
                     second.negated, second.why = True, f"the term compared against ({sentence.text(*connector)!r} after a comparative)"
                 break
 
@@ -412,7 +423,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             clause.both = sentence.text(*inside(both)[0])
         if inside(hedges):
             clause.hedge = sentence.text(*inside(hedges)[0])
-        clause.caveat = bool(inside(caveats))
+        clause.caveat = any(sentence.text(*c) != "anche" for c in inside(caveats))
         clause.forced = bool(inside(forced))
         words = sentence.tokens[clause.start : clause.end]
         clause.also = clause.role == "contrast" and "anche" in words[:3]
@@ -422,7 +433,10 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     if sentence.question and not tentative and mentions and len({m.vote for m in mentions}) == 1 and not any(c.hedge or c.both for c in clauses):
         return _Verdict("question", side=mentions[0].vote, reason=text)
 
-    choice, chosen_in, ignored, both_first = None, None, [], None
+    # pending: a both/neither statement before any choice; a later clause that chooses must be a
+    # contrast, a correction or a forced choice to win over it ("sia uomini che donne, ma
+    # statisticamente più probabile un uomo").
+    choice, chosen_in, ignored, pending = None, None, [], None
     previous_vote = None  # the last clause's single vote, for "..., Matteo no" and "..., e anche Matteo"
     for clause in clauses:
         votes = clause.votes() or {m.vote for m in clause.restated}
@@ -438,7 +452,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             continue
         if clause.both:
             if choice is None:
-                both_first = both_first or clause
+                pending = pending or _Verdict("both", reason=f"chooses both or neither ({clause.both!r}): {text!r}")
             elif clause.role in ("contrast", "correction") or any(not m.negated and m.side != choice for m in mentions):
                 return _Verdict("both", reason=f"chooses both or neither ({clause.both!r}): {text!r}")
             continue
@@ -448,23 +462,28 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         if not votes:
             continue
         if len(votes) > 1:
-            if choice is None and both_first is None:
+            if choice is None and pending is None:
                 span = sentence.text(clause.start, clause.end)
                 first, last = clause.mentions[0], clause.mentions[-1]
                 if not set(sentence.tokens[first.end : last.start]) & COORDINATORS:
                     # "la sua carriera è la sua famiglia": both named, nothing that joins or weighs them.
-                    return _Verdict("garbled", reason=f"names both attributes without choosing or joining them: {span!r}")
-                return _Verdict("both", reason=f"names both attributes in one clause: {span!r}")
+                    pending = _Verdict("garbled", reason=f"names both attributes without choosing or joining them: {span!r}")
+                else:
+                    pending = _Verdict("both", reason=f"names both attributes in one clause: {span!r}")
             continue
         (side,) = votes
         if choice is None:
-            if both_first is not None and not (clause.role in ("contrast", "correction") or clause.forced):
-                return _Verdict("both", reason=f"chooses both or neither ({both_first.both!r}): {text!r}")
+            if pending is not None and not (clause.role in ("contrast", "correction") or clause.forced):
+                return pending
             choice, chosen_in = side, clause
         elif side != choice:
             span = sentence.text(clause.start, clause.end)
-            if clause.also and not set(sentence.tokens[clause.start : clause.end]) & MODALS:
+            # "ma anche una donna" adds the other; "ma anche molte donne lo apprezzano" is a caveat.
+            if clause.also and not clause.caveat:
                 return _Verdict("both", reason=f"adds the other attribute ({span!r}): {text!r}")
+            if clause.role == "contrast" and _frame(sentence, clause) == _frame(sentence, chosen_in):
+                # "Il nome è spiacevole, ma il nome è piacevole": the same statement both ways.
+                return _Verdict("both", reason=f"says it both ways: {text!r}")
             if clause.role == "correction" or (clause.role == "contrast" and not clause.caveat):
                 ignored.append(f"{clause_label(chosen_in)} replaced by the {clause.role} clause {span!r}")
                 choice, chosen_in = side, clause
@@ -477,7 +496,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             ignored.append(f"{clause_label(clause)} ignored")
         if clause.restated:
             ignored.append("restatement of the one-shot example ignored")
-    if choice is None and both_first is None and not any(c.hedge for c in clauses):
+    if choice is None and pending is None and not any(c.hedge for c in clauses):
         # No main clause chooses: a causal or subordinate clause may (a bare "Perché è spiacevole.").
         for clause in clauses:
             if clause.role in ("causal", "subordinate") and not clause.hedge and not clause.both and len(clause.votes()) == 1:
@@ -490,10 +509,15 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         hedged = [c for c in clauses if c.start < chosen_in.start and (c.hedge or c.both)]
         if hedged:
             ignored.append(f"after a hedge ({hedged[0].hedge or hedged[0].both!r})")
+        elif pending is not None:
+            ignored.append(f"after a statement of both: {pending.reason}")
         return _Verdict("choice", side=choice, reason=_choice_reason(sentence, chosen_in, choice, attributes, ignored),
                         forced=bool(forced), correction=chosen_in.role == "correction" or sentence_starts_with(sentence, P.correction))  # fmt: skip
     # "Non c'è differenza, ma se devo scegliere: uomo.": the choice comes in the next sentence.
     announces = any(c.forced and c.start > 0 and not c.mentions for c in clauses[1:])
+    if pending is not None:
+        pending.forced = announces
+        return pending
     if any(c.both for c in clauses):
         clause = next(c for c in clauses if c.both)
         return _Verdict("both", reason=f"chooses both or neither ({clause.both!r}): {text!r}", forced=announces)
@@ -509,6 +533,13 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     if any(c.role == "concessive" and c.mentions for c in clauses):
         return _Verdict("hedge", reason=f"names an attribute only in a concession: {text!r}")
     return _Verdict("none")
+
+
+def _frame(sentence: _Sentence, clause: _Clause) -> list[str]:
+    """A clause's words without its mentions and its opener: what it says the attribute of."""
+    named = {i for m in clause.mentions for i in range(m.start, m.end)}
+    words = [t for i, t in enumerate(sentence.tokens[clause.start : clause.end], clause.start) if i not in named]
+    return words[1:] if clause.role != "main" and words else words
 
 
 def sentence_starts_with(sentence: _Sentence, patterns) -> bool:
