@@ -60,7 +60,7 @@ class _Patterns:
         for name in ("NEGATION_HEADS", "CONCORD", "NOT_NEGATIONS", "POSTPOSED_NEGATORS", "REJECTIONS", "AFFIRMATIONS",
                      "COMPARATIVES", "LESS", "COMPARISON_CONNECTORS", "FUNCTION_WORDS", "CONCESSIVE", "CAUSAL",
                      "SUBORDINATE", "CONTRAST", "CORRECTION", "LIKENESS", "LIKENESS_AT_START", "CAVEAT", "FORCED_CHOICE",
-                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS"):  # fmt: skip
+                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS"):  # fmt: skip
             setattr(self, name.lower(), _compile(getattr(lx, name)))
         self.roles = [("likeness", self.likeness), ("correction", self.correction), ("concessive", self.concessive),
                       ("causal", self.causal), ("contrast", self.contrast), ("subordinate", self.subordinate)]  # fmt: skip
@@ -415,6 +415,9 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     _mark_example(sentence, clauses, example)
     mentions = [m for clause in clauses for m in clause.mentions]
 
+    for span in sentence.find(P.enumerations):
+        if len({m.vote for m in mentions if span[0] <= m.start < span[1] + 8}) == 2:
+            return _Verdict("both", reason=f"describes two things in turn, one each: {text!r}")
     hedges, both = sentence.find(P.hedges), sentence.find(P.both_neither)
     caveats, forced = sentence.find(P.caveat), sentence.find(P.forced_choice)
     for clause in clauses:
@@ -484,7 +487,14 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             if clause.role == "contrast" and _frame(sentence, clause) == _frame(sentence, chosen_in):
                 # "Il nome è spiacevole, ma il nome è piacevole": the same statement both ways.
                 return _Verdict("both", reason=f"says it both ways: {text!r}")
-            if clause.role == "correction" or (clause.role == "contrast" and not clause.caveat):
+            # Without the example word, "Il bruco è gradevole, ma la falena è sgradevole" reads as
+            # the example restated, then the answer. With it, the restatement is already set
+            # aside, and a contrast of two other statements names both, unless the first was
+            # only an appearance ("può sembrare spiacevole, ma è piacevole").
+            replaces = clause.role == "correction" or (clause.role == "contrast" and not clause.caveat and (not example or chosen_in.caveat))
+            if clause.role == "contrast" and example and not replaces and not clause.caveat:
+                return _Verdict("both", reason=f"names both attributes: {text!r}")
+            if replaces:
                 ignored.append(f"{clause_label(chosen_in)} replaced by the {clause.role} clause {span!r}")
                 choice, chosen_in = side, clause
             elif clause.role == "contrast":
