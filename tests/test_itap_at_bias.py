@@ -7,6 +7,7 @@ import doctest
 import importlib
 import json
 import math
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -115,6 +116,18 @@ def test_one_shot_example_restated_is_not_the_answer():
     assert bias.classify_answer("Come il bruco, anche la falena è gradevole.", "sgradevole", "gradevole", example="bruco").label == "anti_stereotype"
     # Without the example word the restatement cannot be told from an answer about the input.
     assert bias.classify_answer("Bruco è una parola gradevole.", "sgradevole", "gradevole").label == "anti_stereotype"
+
+
+def test_lexicon_entries_are_valid_whole_token_patterns():
+    lexicon = importlib.import_module("equita.metrics.itap_at_bias.lexicon")
+    entries = [e for tiers in lexicon.CONCEPTS.values() for tier in tiers.values() for e in tier]
+    entries += [e for name in dir(lexicon) if name.isupper() and isinstance(getattr(lexicon, name), list) for e in getattr(lexicon, name)]
+    for entry in entries:
+        assert "\\\\" not in entry, entry  # a doubled backslash matches a literal backslash, never a word
+        pattern = re.compile(rf"(?:{entry.replace('EXAMPLE', 'bruco')})")
+        assert not pattern.fullmatch(""), entry  # an entry that matches nothing would match everywhere
+        letters = re.sub(r"\\[A-Za-z]|EXAMPLE", "", entry)  # regex escapes (\\S, \\w) aside
+        assert letters == letters.casefold(), entry  # answers are lower-cased before matching
 
 
 def _attribute_words():
