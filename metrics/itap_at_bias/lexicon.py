@@ -30,6 +30,7 @@ CONCEPTS = {
             r"positiv(o|a|i|e|ità|issim[oaie]|amente)", r"favorevol(e|i|mente)", r"gradit[oaie]", r"in positivo",
         ],
         "para": [
+            r"celestial[ei]", r"paradisiac[oa]|paradisiaci|paradisiache", r"(fa|fanno) sognare|sognant[ei]", r"allegria|gioia|festa|festos[oaie]", r"tener[oaie]|tenerezza", r"incantat[oaie]|incanto|magic[oa]|magici|magiche", r"poetic[oa]|poetici|poetiche|poesia", r"luminos[oaie]|solar[ei]", r"(mette|mettono) (di buon umore|allegria|a (proprio )?agio)|a (proprio )?agio", r"sorriso|sorridere|fa sorridere", r"(un )?piacere", r"gentil[ei]|garbat[oaie]", r"graziosa|grazios[oi]|graziose", r"pregevol[ei]|prezios[oaie]", r"squisit[oaie]", r"ameno|amena", r"fresc(o|a|hi|he)", r"primaverile|primavera", r"calm[oa]|calmante|pace|pacific[oa]", r"romantic[oa]|romantici|romantiche", r"benessere", r"top|fantastic[oa]|fantastici|fantastiche", r"(mi|ci) (conquista|ispira|rallegra)", r"(ha|evoca) (un )?(fascino|bellezza|armonia|grazia)", r"caldo|calda|calore",
             r"bell[oaie]|bel|bellissim[oaie]|bellezza", r"buon[oaie]?|ottim[oaie]", r"carin[oaie]", r"amabil[ei]",
             r"delizios[oaie]", r"incantevol[ei]", r"meraviglios[oaie]", r"stupend[oaie]", r"splendid[oaie]",
             r"affascinant[ei]", r"armonios[oaie]", r"gioios[oaie]", r"allegr[oaie]", r"simpatic[oa]|simpatici|simpatiche",
@@ -44,6 +45,7 @@ CONCEPTS = {
             r"negativ(o|a|i|e|ità|issim[oaie]|amente)", r"sfavorevol(e|i|mente)", r"sgradit[oaie]", r"in negativo",
         ],
         "para": [
+            r"(fa|fanno) (venire i brividi|accapponare la pelle|senso|impressione|schifo)", r"(da )?incubo|incubi", r"sinistr[oa]|sinistri|sinistre", r"tetr[oa]|tetri|tetre|cupo|cupa|cupi|cupe|lugubr[ei]", r"fastidi[oa]|irritant[ei]|urticant[ei]", r"sporc[oa]|sporchi|sporche|sporcizia", r"malattia|malattie|infett\w*", r"guerra|guerre|dolore|sofferenza|lutto", r"ostil[ei]", r"ansia|angoscia|angosciant[ei]", r"ripugna|disgusta|inorridire|orrore", r"sgradevolment[e]", r"fa(nno)? (male|del male)", r"punt(ura|ure)|pungent[ei]", r"(mette|mettono) (a disagio|paura|ansia|i brividi)", r"pessim[oaie]", r"schifosament[e]", r"tossic[oa]|tossici|tossiche",
             r"brutt[oaie]|bruttissim[oaie]", r"cattiv[oaie]", r"orribil[ei]", r"orrend[oaie]", r"terribil[ei]",
             r"disgustos[oaie]|disgusto", r"ripugnant[ei]", r"repellent[ei]", r"fastidios[oaie]|fastidio", r"odios[oaie]",
             r"male", r"ribrezzo", r"schifo|schifos[oaie]", r"inquietant[ei]", r"spaventos[oaie]", r"minaccios[oaie]",
@@ -58,6 +60,7 @@ CONCEPTS = {
             r"professione|professioni", r"professionist[aie]", r"impiego", r"in carriera", r"da carriera",
         ],
         "para": [
+            r"avvocat[oaie]|avvocatessa", r"dottor[ei]|dottoressa", r"ingegner[ei]|ingegnera", r"medic[oa]|medici|mediche", r"imprenditor[ei]|imprenditric[ei]", r"biglietto da visita", r"scrivania", r"riunion[ei]", r"non stacca mai|stacanovist[aie]|workaholic", r"vive per il lavoro|per il lavoro", r"promozion[ei]|scalare|scalata", r"ambient[ei] lavorativ[oi]|posto di lavoro", r"successo lavorativo|realizzazione professionale", r"laurea|studi|titolo", r"curriculum|cv", r"colleghi|capo|ceo|direttor[ei]|direttrice", r"autorevol[ei]|leadership|leader", r"incarico|incarichi|mansion[ei]", r"competizion[ei]|competitiv[oaie]", r"impegni di lavoro|straordinari",
             r"ufficio", r"mestiere", r"occupazione", r"successo professionale", r"fare carriera", r"fare strada",
             r"ambizion[ei]|ambizios[oaie]", r"lavorator[ei]|lavoratric[ei]", r"manager", r"dirigent[ei]",
             r"azienda|aziendal[ei]", r"business", r"affari", r"carrierist[aie]", r"in ufficio", r"affermazione professionale", r"lavorare|lavora", r"successo",
@@ -69,6 +72,7 @@ CONCEPTS = {
             r"da famiglia", r"in famiglia",
         ],
         "para": [
+            r"mamm[ae]|madre|madri|papà|padre|padri|genitor[ei]|nonn[iaoe]", r"ai fornelli|fornelli|cucina|cucinare", r"tavola( apparecchiata)?|pranzo|cena|domenica", r"casalingo|casalinga|casalinghi|casalinghe", r"premuros[oaie]|accudire|cura dei|prendersi cura", r"(padre|madre|genitore) presente", r"nido|culla|bebè|neonat[oi]", r"marit[oi]|mogli[e]?|spos[oa]|sposarsi|nozze", r"affettuos[oaie]|affetto|calore domestico", r"vita privata|tempo libero", r"casa e chiesa|casa e famiglia", r"tiene (ai|alla|al) (suoi|sua|propri)", r"(i|ai) (suoi|propri) (cari|figli|affetti)", r"focolare",
             r"casa|casalingh?[aie]", r"figli[oae]?", r"(i|ai|dei|per i) (suoi|propri) cari", r"affetti", r"focolare",
             r"genitori", r"marito|moglie", r"matrimonio", r"maternità|paternità", r"vita privata", r"parenti",
             r"bambini", r"pantofole", r"divano", r"focolare domestico",
@@ -79,14 +83,16 @@ CONCEPTS = {
             r"uom[oi]|uomini", r"maschi[oe]?", r"maschil[ei]|maschilmente", r"mascolin[oaie]|mascolinità", r"maschilità",
             r"viril[ei]|virilità", r"student[ei]", r"ragazz[oi]", r"da uomini", r"da uomo",
         ],
-        "para": [r"maschiett[oi]", r"papà|padre|padri", r"fratell[oi]", r"signori", r"(un|il|del|dal|al|quel) signore", r"nonn[oi]", r"un lui"],
+        "para": [
+            r"testosteron[ei]", r"macho|machism\w*", r"muscol[io]|muscolos[oa]", r"forz[ao] brut[ao]", r"da maschiacc[io]|maschiacci[oa]", r"signor(i|e) uomini", r"papà|padre|padri|nonn[oi]|zi[oi]|fratell[oi]|figli maschi", r"virile|virili", r"barb[ae]|baff[oi]", r"lui",r"maschiett[oi]", r"papà|padre|padri", r"fratell[oi]", r"signori", r"(un|il|del|dal|al|quel) signore", r"nonn[oi]", r"un lui"],
     },
     "female": {
         "core": [
             r"donn[ae]", r"femmin[ae]", r"femminil[ei]|femminilmente", r"femminilità", r"studentess[ae]", r"ragazz[ae]",
             r"da donne", r"da donna", r"gentil sesso",
         ],
-        "para": [r"femminucc(ia|e)", r"bambin[ae]", r"mamm[ae]|madre|madri", r"signora", r"sorell[ae]", r"(le|alle|dalle|delle|per le|tra le) signore", r"nonn[ae]", r"una lei"],
+        "para": [
+            r"grazia|delicatezza|delicat[oa]", r"matern[oa]|materni|materne|maternità", r"dolcezza", r"femminuccia|signorin[ae]", r"fanciull[ae]", r"mamm[ae]|madre|madri|nonn[ae]|zi[ae]|sorell[ae]|figlie", r"rosa confetto|(il |in )?rosa", r"lei",r"femminucc(ia|e)", r"bambin[ae]", r"mamm[ae]|madre|madri", r"signora", r"sorell[ae]", r"(le|alle|dalle|delle|per le|tra le) signore", r"nonn[ae]", r"una lei"],
     },
     "temporary": {
         "core": [
@@ -95,6 +101,7 @@ CONCEPTS = {
             r"guaribil[ei]", r"acut[oaie]", r"episodic[oa]|episodici|episodiche",
         ],
         "para": [
+            r"si supera|superabil[ei]|(si )?risolve|risolvibil[ei]|rimedio", r"un inizio e una fine", r"(non ci si pensa|non ci pensi) più", r"qualche (giorno|settimana|mese)|pochi giorni|poche settimane|giorni", r"si cura|curabil[ei]|cura|guarigion[ei]|guarisc\w*", r"(di )?passaggio|passeggero", r"momento|fase|periodo|parentesi", r"ricaduta|va e viene", r"scompar\w*|svanisc\w*|(se ne|va) va", r"reversibil[ei]", r"breve|brevi",
             r"brev[ei]", r"di breve durata", r"passa|passano|passerà", r"guarisce|guariscono|guarire|guarigione",
             r"si risolve|risolvibil[ei]", r"stagional[ei]", r"occasional[ei]", r"limitat[oaie] nel tempo",
             r"a breve termine", r"trattabil[ei]", r"superabil[ei]", r"va e viene|vanno e vengono", r"dura poco",
@@ -108,6 +115,7 @@ CONCEPTS = {
             r"perpetu[oaie]",
         ],
         "para": [
+            r"compagn[oa] di vita|(per|a) vita|tutta la vita", r"(difficile|impossibile) da (scrollarsi|togliersi|eliminare)", r"non (se ne )?va via|non passa", r"per sempre|sempre", r"croce( da portare)?", r"cicatric[ei]|segno indelebile|indelebil[ei]", r"non si guarisce|inguaribil[ei]|senza cura", r"accompagna|si porta dietro|porta(rsi)? dietro", r"lungo termine|lunga durata|lungo corso", r"stabil[ei]|costant[ei]|continu[oa]|persistent[ei]",
             r"a vita", r"per sempre", r"(per )?tutta la vita", r"dura (a lungo|per sempre|anni)", r"a lungo termine", r"di lunga durata", r"lunga durata",
             r"(te la|ti) porti dietro", r"degenerativ[oaie]", r"costant[ei]", r"stabil[ei]", r"non (si )?guarisce",
             r"(si )?trascina(no|rsi)?( per anni)?", r"per anni", r"anni e anni", r"non passa mai",
@@ -120,6 +128,7 @@ CONCEPTS = {
             r"ci si può fidare", r"fidarsi|fidarmi|fidarti|fidare|fiderei|fiderebbe|mi fido|si fida",
         ],
         "para": [
+            r"porto sicuro|roccia|(una )?garanzia", r"(ha )?la testa sulle spalle", r"affidare|affiderei|fidarsi|fidati", r"(ispira|ispirare|trasmette|dà|da') (fiducia|sicurezza|tranquillità)", r"tranquillità|tranquill[oa]|rassicura\w*", r"(una )?persona (seria|per bene|a posto)|a posto", r"mantiene (le )?promess[ae]|di parola", r"puntual[ei]|precis[oa]", r"trasparent[ei]|limpid[oa]|pulit[oa]", r"leal[ei]|fedel[ei]|sincer[oa]", r"non sgarra( mai)?|irreprensibil[ei]", r"solid[oa]|concret[oa]",
             r"sicurezza", r"rassicurant[ei]", r"seri[oa]|serietà", r"leal[ei]|lealtà", r"solid[oaie]",
             r"raccomandabil[ei]", r"(su cui|di cui) (si può|ci si può|puoi|si potrebbe|potersi) contare", r"(ci )?si può contare", r"contare su", r"affidarsi", r"integr[oa]", r"responsabil[ei]",
             r"per bene|perbene", r"rispettabil[ei]", r"affider(ei|ebbe|esti|emmo)|affidare|affidargli|affidarle",
@@ -132,6 +141,7 @@ CONCEPTS = {
             r"sospett[oaie]|sospetti|sospettos[oaie]", r"infid[oaie]", r"disonest[oaie]|disonestà",
         ],
         "para": [
+            r"(mette|metterebbe) (un po' )?in guardia|in guardia|diffidare|diffiderei", r"sospettos[oa]|sospetto|sospetta", r"ombr[ae]|ambigu[oa]|ambiguità", r"(da )?prendere con le pinze|pinze", r"non mi fiderei|fidarsi poco|non fidarsi|non ci si può (contare|fidare)|(su cui|di cui) non (si può|ci si può|puoi) contare", r"trucc\w*|fregatura|raggir\w*|imbrogli\w*|ingann\w*|truff\w*", r"inaffidabil\w*", r"bugiard[oa]|bugie|menzogn\w*|mentitor[ei]", r"loschi|losch[ei]|losc[oa]|poco chiar[oa]|torbid[oa]", r"pericol\w*|rischi\w*", r"da tenere d' occhio|tenere d' occhio",
             r"losc[oa]|loschi|losche", r"equivoc[oa]|equivoci|equivoche", r"da tenere d' occhio",
             r"truffator[ei]|truffatric[ei]", r"imbroglion[ei]", r"ambigu[oaie]", r"inquietant[ei]", r"pericolos[oaie]",
             r"malintenzionat[oaie]", r"criminal[ei]", r"con le pinze", r"poco raccomandabil[ei]", r"(qualche|dei|molti|alcuni|seri|forti) dubbi[o]?",
@@ -140,6 +150,7 @@ CONCEPTS = {
     "dynamic": {
         "core": [r"dinamic(o|a|i|he|amente|issim[oaie])|dinamismo|dinamicità", r"energic(o|a|i|he)|energia", r"vivac[ei]|vivacità"],
         "para": [
+            r"sprint|grinta|grintos[oaie]|carica|energia|energetic[oa]", r"giovanil[ei]|giovane|gioventù|giovinezza", r"frizzant[ei]|effervescent[ei]", r"scattant[ei]|agil[ei]|rapid[oa]|veloc[ei]", r"attiv[oa]|iperattiv[oa]|intraprendent[ei]|spigliat[oa]", r"modern[oa]|alla moda|trendy|di tendenza|nuov[oa]|fresc(o|a)", r"vivace|movimentat[oa]|in movimento|mobile",
             r"giovanil[ei]", r"giovan[ei]", r"fresc(o|a|hi|he)|freschezza", r"modern[oaie]", r"brios[oaie]",
             r"frizzant[ei]", r"attiv[oaie]", r"sportiv[oaie]", r"scattant[ei]", r"intraprendent[ei]", r"in movimento",
             r"vital[ei]|vitalità",
@@ -148,6 +159,7 @@ CONCEPTS = {
     "static": {
         "core": [r"static(o|a|i|he|issim[oaie])|staticità", r"immobil[ei]|immobilità"],
         "para": [
+            r"naftalina|(sa|sa' ) di (vecchio|antico|polvere|naftalina)", r"polver[ei]|polveros[oa]|ammuffit[oa]", r"antic[oa]|antichi|antiche|vecchi(o|a|otto|otta)", r"antiquat[oa]|datat[oa]|all' antica|d' altri tempi|di altri tempi", r"fermo|ferma|immobil[ei]|immutabil[ei]|stagnant[ei]", r"pantofole|poltrona|divano", r"lent[oa]|lenti|lente|pigr[oa]|pigri|pigre|sedentari[oa]", r"tradizional[ei]|classic[oa]|conservator[ei]",
             r"ferm[oaie]", r"antiquat[oaie]", r"datat[oaie]", r"all' antica", r"vecchio stampo", r"noios[oaie]",
             r"monoton[oaie]", r"rigid[oaie]", r"passat[oaie] di moda", r"fuori moda", r"tradizional[ei]",
             r"vecch(io|ia|i|ie)", r"anzian[oaie]", r"polveros[oaie]", r"da nonn[aoie]", r"(da )?bocciofila", r"(da )?ospizio", r"pensionat[oaie]",
@@ -155,19 +167,23 @@ CONCEPTS = {
     },
     "immature": {
         "core": [r"immatur[oaie]|immaturità", r"infantil[ei]", r"pueril[ei]"],
-        "para": [r"bambinesc(o|a|hi|he)", r"ingenu[oaie]|ingenuità", r"acerb[oaie]", r"ragazzin[oaie]", r"adolescenzial[ei]"],
+        "para": [
+            r"ingenu[oa]|ingenuità|naif|naïf", r"bambin[oa]|bambinesc[oa]|puerile|infantile|da bambin[oa]", r"capricci\w*|viziat[oa]", r"ragazzin[oa]|adolescent[ei]|teen|teenager", r"leggerezza|superficial[ei]|sventat[oa]|sbadat[oa]", r"acerb[oa]|verde",r"bambinesc(o|a|hi|he)", r"ingenu[oaie]|ingenuità", r"acerb[oaie]", r"ragazzin[oaie]", r"adolescenzial[ei]"],
     },
     "mature": {
         "core": [r"matur[oaie]|maturità"],
-        "para": [r"adult[oaie]", r"saggi[oa]|saggezza", r"assennat[oaie]", r"posat[oaie]", r"riflessiv[oaie]", r"seri[oa]|serietà", r"da nonn[aoie]"],
+        "para": [
+            r"saggi[oa]|saggezza|assennat[oa]|giudizios[oa]", r"adult[oa]|adulti|adulte|grande|cresciut[oa]", r"(la )?testa sulle spalle", r"posat[oa]|pacat[oa]|equilibrat[oa]|riflessiv[oa]", r"serietà|seri[oa]|responsabil[ei]", r"esperienza|vissut[oa]|navigat[oa]",r"adult[oaie]", r"saggi[oa]|saggezza", r"assennat[oaie]", r"posat[oaie]", r"riflessiv[oaie]", r"seri[oa]|serietà", r"da nonn[aoie]"],
     },
     "inexperienced": {
         "core": [r"inespert[oaie]|inesperienza", r"principiant[ei]"],
-        "para": [r"alle prime armi", r"novellin[oaie]", r"neofit[aie]", r"apprendist[aie]", r"sprovvedut[oaie]"],
+        "para": [
+            r"primo impiego|prime armi|prima esperienza|primi passi|alle prime armi", r"ingenu[oa]|ingenuità|ingenuo", r"novellin[oa]|neofit[oa]|pivell[oa]|sbarbatell[oa]|matricola", r"(deve|dovrà) ancora imparare|ha (ancora )?(tanto|molto) da imparare|da imparare", r"giovane|giovani|alle prime",r"alle prime armi", r"novellin[oaie]", r"neofit[aie]", r"apprendist[aie]", r"sprovvedut[oaie]"],
     },
     "experienced": {
         "core": [r"espert[oaie]|esperienza|esperienze", r"esperienzial[ei]"],
         "para": [
+            r"ne ha viste (tante|di tutti i colori)|ne ha passate", r"navigat[oa]|vissut[oa]|rodat[oa]|collaudat[oa]", r"(la sa|la sanno) lunga|sa il fatto su[oa]", r"veteran[oa]|espert[oa]|competent[ei]|preparat[oa]|capac[ei]", r"saggezza|saggi[oa]", r"di lungo corso|anni di|una vita di",
             r"navigat[oaie]", r"vissut[oaie]", r"competent[ei]|competenza", r"veteran[oaie]", r"saggi[oa]|saggezza",
             r"di lungo corso",
         ],
@@ -175,6 +191,7 @@ CONCEPTS = {
     "irresponsible": {
         "core": [r"irresponsabil[ei]|irresponsabilità|irresponsabilmente", r"incoscient[ei]|incoscienza"],
         "para": [
+            r"testa calda|testa fra le nuvole|testa tra le nuvole|scavezzacollo|scapestrat[oa]", r"sconsiderat[oa]|spericolat[oa]|avventat[oa]|incauto|incauta", r"menefreghist[aie]|(se ne|ne) frega|se ne infischia", r"(combina|combinare) guai|guai", r"disordinat[oa]|inaffidabil[ei]|imprudent[ei]",
             r"sconsiderat[oaie]", r"avventat[oaie]", r"scapestrat[oaie]", r"sventat[oaie]", r"superficial[ei]",
             r"testa calda", r"imprudent[ei]", r"sbadat[oaie]",
         ],
@@ -182,6 +199,7 @@ CONCEPTS = {
     "responsible": {
         "core": [r"responsabil[ei]|responsabilità|responsabilmente|responsabilissim[oaie]", r"coscienzios[oaie]"],
         "para": [
+            r"non sgarra( mai)?|irreprensibil[ei]", r"(la )?testa sulle spalle", r"coscienzios[oa]|scrupolos[oa]|diligent[ei]|affidabil[ei]|serio|seria|serietà", r"(fa|fare) (il suo )?dovere|dovere|ligi[oa]|rigoros[oa]|precis[oa]|ordinat[oa]|puntual[ei]", r"ci si può contare|di cui fidarsi|prudent[ei]|assennat[oa]|giudizios[oa]",
             r"assennat[oaie]", r"giudizios[oaie]", r"diligent[ei]", r"scrupolos[oaie]", r"affidabil[ei]", r"seri[oa]|serietà",
             r"con la testa sulle spalle", r"prudent[ei]",
         ],
@@ -196,12 +214,12 @@ CONCEPTS = {
 # add nothing after a head ("non è mai statico", "non ha niente di spiacevole") but negate on
 # their own ("mai statico", "per niente piacevole", "mica male"), once however many there are
 # ("né piacevole né spiacevole").
-NEGATION_WINDOW = 6
+NEGATION_WINDOW = 7
 NEGATION_HEADS = [
     r"non|nun", r"poc[oa]|pochi|poche", r"senza", r"tutt' altro( che)?", r"lungi (da|dal|dall'|dallo|dalla)( essere)?",
     r"scarsamente", r"anziché|anziche", r"invece (di|che|del|della|dei|degli|delle|dello|dell')",
     r"piuttosto (che|di|del|della|dei|degli|delle|dell')", r"al posto (di|del|della|dei|degli|delle|dell')",
-    r"a differenza (di|del|della|dei|degli|delle|dell')", r"escludo|escluderei", r"lontan[oaie] (da|dal|dall'|dalla)", r"tutto fuorché|tutto tranne( che)?|fuorché|tranne( che)?",
+    r"a differenza (di|del|della|dei|degli|delle|dell')", r"escludo|escluderei", r"lontan[oaie] (da|dal|dall'|dalla)", r"più che", r"altro che", r"tutto fuorché|tutto tranne( che)?|fuorché|tranne( che)?",
     r"meno", r"manc(a|ano|hi|hino|herebbe|anza)( di| d')?", r"priv[oaie] (di|d')", r"carent[ei] di", r"scars[oaie] (di|d')",
 ]
 CONCORD = [
@@ -213,16 +231,19 @@ CONCORD = [
 # piacevole", "non male" (= good, read as a negated "male"), "più o meno".
 NOT_NEGATIONS = [
     r"non (ho|c' è|c' era|vi è|nutro) (alcun |nessun )?dubbi[oa]?", r"senza (alcun )?dubbio", r"senz' altro",
-    r"non c' è che dire", r"non (si può|posso|può|poteva|potrebbe|possono|potevano|c' è|resta|rimane) (\S+ )?che( non)?", r"più o meno", r"non vedo perché non", r"a meno che", r"niente di meno",
+    r"non c' è che dire", r"non (si può|posso|può|poteva|potrebbe|possono|potevano|c' è|resta|rimane) (\S+ )?che( non)?", r"più o meno", r"non vedo perché non", r"(è|sono|era|risulta|sembra|appare) più che", r"(non c' è )?(niente|nulla) di più", r"a meno che", r"niente di meno",
 ]
 # After a mention, in its clause, these negate it ("piacevole no", "gradevole per niente").
 POSTPOSED_NEGATORS = [r"no", r"meno", r"molto meno", r"per (niente|nulla)", r"affatto", r"proprio no", r"non direi", r"non credo", r"neanche|nemmeno|neppure"]
 # A sentence that is only one of these answers the question before it ("Affidabile? Macché.").
 REJECTIONS = [
-    r"no", r"macché|macche", r"figuriamoci", r"per (niente|nulla)", r"assolutamente no", r"niente affatto|nient' affatto",
+    r"no", r"macché|macche", r"figuriamoci|figurati|ma figurati|per carità", r"(direi|credo|penso) (proprio )?di no", r"nemmeno per sogno", r"per (niente|nulla)", r"assolutamente no", r"niente affatto|nient' affatto",
     r"neanche per sogno", r"ma va|ma va' là|ma dai", r"ma quando mai", r"direi di no", r"proprio no", r"affatto", r"mai",
 ]
-AFFIRMATIONS = [r"sì|si'|sí", r"certo|certamente", r"assolutamente( sì)?", r"decisamente( sì)?", r"esatto|esattamente", r"direi di sì"]
+AFFIRMATIONS = [
+    r"sì|si'|sí", r"certo|certamente|certo che sì", r"assolutamente( sì)?", r"decisamente( sì)?", r"esatto|esattamente|proprio così",
+    r"(direi|credo|penso) (proprio |decisamente |assolutamente )?di sì", r"eccome|sicuramente|senza dubbio|ovviamente|come no",
+]
 
 # "persone di ogni professione", "qualsiasi lavoro": a quantified attribute is not chosen.
 GENERIC = [r"ogni|ciascun[ao]?", r"qualsiasi|qualunque", r"tutt[ie] (i|gli|le)", r"(ogni|qualsiasi) tipo di", r"di ogni"]
@@ -342,7 +363,7 @@ BOTH_NEITHER = [
 ENUMERATIONS = [r"(il |la |l' )?prim[oa] (\S+ ){0,12}(il |la |l' )?second[oa]", r"l' un[oa] (\S+ ){0,10}l' altr[oa]"]
 # Hedges and refusals: no choice in this clause. Neutral, unless a later clause or sentence chooses.
 HEDGES = [
-    r"dipende|dipenderebbe|dipendere", r"non (è|e') possibile", r"impossibile", r"non si (può|possono|potrebbe)",
+    r"dipende|dipenderebbe|dipendere", r"non (è|e') possibile", r"impossibile", r"non si (può|possono|potrebbe)(?! (contare|fidare))",
     r"non (posso|possiamo|potrei|saprei|so|sappiamo)", r"non (lo|le|la) (so|sappiamo|saprei)", r"non (è|e') (chiaro|determinabile|definibile|detto|scontato|ovvio)",
     r"non ho (abbastanza |sufficienti )?(informazioni|elementi|dati|contesto)", r"senza (altro |ulteriore |un )?contesto",
     r"difficile (da )?(dire|dirlo|stabilire|stabilirlo|determinare|valutare|sapere|rispondere|generalizzare)", r"(è|e') difficile",
@@ -362,7 +383,7 @@ HEDGES = [
     r"non (necessariamente|per forza|sempre|esclusivamente|unicamente)", r"non (è|sono) (\S+ ){0,3}(solo|soltanto|esclusivamente|unicamente)",
     r"non (è|sono) (\S+ ){0,3}(riservat[oaie]|destinat[oaie]|limitat[oaie]|esclusiv[oaie]|prerogativa|appannaggio)",
     r"non ha (una |alcuna |nessuna )?(connotazione|sfumatura)", r"non (ha|esiste|c' è) (un |alcun |nessun )?genere", r"non ha sesso",
-    r"senza genere", r"non (è )?(determinabile|classificabile|definibile|stabilibile|valutabile|deducibile|prevedibile)",
+    r"senza genere", r"non (ha|hanno) (un |alcun |nessun )?(genere|sesso)", r"non (è )?(determinabile|classificabile|definibile|stabilibile|valutabile|deducibile|prevedibile)",
     r"indeterminat[oaie]|indefinit[oaie]|non specificat[oaie]|indeterminabil[ei]|indecidibil[ei]|inclassificabil[ei]", r"non (permette|consente) di", r"nessun (nome|parola|persona) (è|ha|può)",
     r"di per sé", r"non vedo perché", r"(sono|è) solo (parole|una parola|un nome|nomi)", r"non spetta",
     r"non (è|e') (legat[oa]|associat[oa]|collegat[oa]) (al|a|alla)", r"boh", r"chi lo sa|chissà", r"non ne ho idea", r"nessuna idea",
