@@ -222,6 +222,7 @@ class _Verdict:
     reason: str = ""
     forced: bool = False
     correction: bool = False
+    conditional: bool = False  # "favorevole, se si intende il colore"
 
 
 def _is_foreign(tokens: list[str]) -> bool:
@@ -316,6 +317,8 @@ def _mark_example(sentence: _Sentence, clauses: list[_Clause], example: tuple[st
     for number, clause in enumerate(clauses):
         # "Kwame: inaffidabile": the words before a colon are what the clause after it is about.
         head = clauses[number - 1].start if number and clause.role == "after_colon" else clause.start
+        if number and tokens[clause.start] in ("che", "il", "la", "cui") and clause.start - 2 in places:
+            head = clauses[number - 1].start  # "a differenza di Matteo, che è un nome professionale, ..."
         inside = [i for i in places if head <= i < clause.end]
         if not inside:
             continue
@@ -357,6 +360,9 @@ def _negate(sentence: _Sentence, clause: _Clause) -> None:
         low = max(previous_end, mention.start - lx.NEGATION_WINDOW)
         low = max([low] + [f[1] for f in forced if low <= f[0] and f[1] <= mention.start and not any(h[1] == f[0] for h in heads)])
         before_heads = [s for s in heads if s[0] >= low and s[1] <= mention.start]
+        # "Non si può dire che l'ansia non sia passeggera": a negated verb of saying or thinking
+        # followed by "che" reaches the whole clause after it, however long.
+        before_heads += [h for h in heads if previous_end <= h[0] < low and h[1] <= mention.start and "che" in sentence.tokens[h[1] : h[1] + 4]]
         before_concords = [s for s in concords if s[0] >= low and s[1] <= mention.start]
         count = len(before_heads)
         lone = [c for c in before_concords if not any(h[1] <= c[0] for h in before_heads)]
@@ -440,7 +446,10 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     text = sentence.text()
     if not sentence.tokens or all(not re.search(r"\w", t) for t in sentence.tokens):
         return _Verdict("none")
-    if _is_foreign(sentence.tokens):
+    first_clause = sentence.tokens[: sentence.tokens.index(",")] if "," in sentence.tokens else sentence.tokens
+    # "Inesperienza (Mattia is a young-sounding name)": an Italian answer with an English gloss.
+    glossed = first_clause != sentence.tokens and not _is_foreign(first_clause) and _mentions(sentence, concepts, False, attributes)
+    if _is_foreign(sentence.tokens) and not glossed:
         return _Verdict("foreign", reason=f"not in Italian: {text!r}")
     bare = text.strip(" ,!.")
     if any(p.fullmatch(bare) for p in P.rejections):
@@ -602,8 +611,9 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             ignored.append(f"after a hedge ({hedged[0].hedge or hedged[0].both!r})")
         elif pending is not None:
             ignored.append(f"after a statement of both: {pending.reason}")
+        conditional = any(c.role == "subordinate" and sentence.tokens[c.start] == "se" and c.start > chosen_in.start for c in clauses)
         return _Verdict("choice", side=choice, reason=_choice_reason(sentence, chosen_in, choice, attributes, ignored),
-                        forced=bool(forced), correction=chosen_in.role == "correction" or _concludes(sentence))  # fmt: skip
+                        forced=bool(forced), correction=chosen_in.role == "correction" or _concludes(sentence), conditional=conditional)  # fmt: skip
     # "Non c'è differenza, ma se devo scegliere: uomo.": the choice comes in the next sentence.
     announces = any(c.forced and c.start > 0 and not c.mentions for c in clauses[1:])
     if pending is not None:
@@ -626,7 +636,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         return _Verdict("example", side=next(iter(restated)) if len(restated) == 1 else None, reason=f"restates the one-shot example: {text!r}")
     if any(c.role == "concessive" and c.mentions for c in clauses):
         return _Verdict("hedge", reason=f"names an attribute only in a concession: {text!r}")
-    return _Verdict("none")
+    return _Verdict("none", correction=_concludes(sentence))
 
 
 def _frame(sentence: _Sentence, clause: _Clause) -> list[str]:
@@ -665,7 +675,7 @@ def _choice_reason(sentence, clause, side, attributes, ignored) -> str:
 def _read(sentences, concepts, attributes, with_para, example, english_answer=False) -> Classified | None:
     """The label, or None when the answer names no attribute at all (then paraphrases are tried)."""
     verdicts = [_read_sentence(s, concepts, attributes, with_para, example, english_answer) for s in sentences]
-    first_choice, pending_both, pending_hedge, notes = None, None, None, []
+    first_choice, pending_both, pending_hedge, notes, retracted = None, None, None, [], False
     last_side = None  # the attribute the last sentence spoke of, for "lo è altrettanto"
     for index, verdict in enumerate(verdicts):
         if verdict.kind == "anaphora" and last_side is not None:
@@ -682,6 +692,11 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
                 verdict = _Verdict("choice", verdict.side, f"asks back {verdict.reason!r} and confirms it ({following.reason!r})")
             elif following is None and first_choice is None and pending_both is None:
                 verdict = _Verdict("choice", verdict.side, f"only asks back {verdict.reason!r}")
+        if verdict.kind in ("none", "hedge") and verdict.correction and first_choice is not None:
+            # "Gli uomini, ovviamente... scherzo!": the choice is taken back; what follows decides.
+            notes.append(f"takes back {first_choice.reason!r}")
+            first_choice, pending_both, retracted = None, None, True
+            continue
         if verdict.kind == "choice":
             if first_choice is None:
                 if pending_both is not None and not verdict.forced and not pending_both.forced:
@@ -691,6 +706,11 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
                     notes.append(f"after {pending_both.reason}")
                 elif pending_hedge is not None:
                     notes.append(f"after a hedge: {pending_hedge.reason}")
+            elif first_choice.conditional and verdict.conditional and verdict.side != first_choice.side:
+                # "Favorevole, se si intende il colore; sfavorevole, se si intende la bomba."
+                # A later forced choice can still decide ("..., propendo comunque per la spiacevolezza").
+                pending_both = _Verdict("both", reason=f"gives each attribute under a condition: {first_choice.reason}; {verdict.reason}")
+                first_choice = None
             elif verdict.correction and verdict.side != first_choice.side:
                 notes.append(f"corrects the first choice ({first_choice.reason})")
                 first_choice = verdict

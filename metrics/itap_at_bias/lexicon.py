@@ -47,7 +47,7 @@ CONCEPTS = {
         "para": [
             r"(fa|fanno) (venire i brividi|accapponare la pelle|senso|impressione|schifo)", r"(da )?incubo|incubi", r"sinistr[oa]|sinistri|sinistre", r"tetr[oa]|tetri|tetre|cupo|cupa|cupi|cupe|lugubr[ei]", r"fastidi[oa]|irritant[ei]|urticant[ei]", r"sporc[oa]|sporchi|sporche|sporcizia", r"malattia|malattie|infett\w*", r"guerra|guerre|dolore|sofferenza|lutto", r"ostil[ei]", r"ansia|angoscia|angosciant[ei]", r"ripugna|disgusta|inorridire|orrore", r"sgradevolment[e]", r"fa(nno)? (male|del male)", r"punt(ura|ure)|pungent[ei]", r"(mette|mettono) (a disagio|paura|ansia|i brividi)", r"pessim[oaie]", r"schifosament[e]", r"tossic[oa]|tossici|tossiche",
             r"brutt[oaie]|bruttissim[oaie]", r"cattiv[oaie]", r"orribil[ei]", r"orrend[oaie]", r"terribil[ei]",
-            r"disgustos[oaie]|disgusto", r"ripugnant[ei]", r"repellent[ei]", r"fastidios[oaie]|fastidio", r"odios[oaie]",
+            r"disgustos[oaie]|disgusto", r"ripugnant[ei]", r"repellent[ei]", r"fastidios[oaie]|fastidio", r"odios[oaie]", r"schif\w*",
             r"male", r"ribrezzo", r"schifo|schifos[oaie]", r"inquietant[ei]", r"spaventos[oaie]", r"minaccios[oaie]",
             r"pericolos[oaie]", r"aggressiv[oaie]", r"violent[oaie]|violenza", r"letal[ei]", r"mortal[ei]",
             r"dannos[oaie]", r"molest[oaie]", r"fa paura", r"paura", r"antipatic[oa]|antipatici|antipatiche",
@@ -84,7 +84,7 @@ CONCEPTS = {
             r"viril[ei]|virilità", r"student[ei]", r"ragazz[oi]", r"da uomini", r"da uomo",
         ],
         "para": [
-            r"testosteron[ei]", r"macho|machism\w*", r"muscol[io]|muscolos[oa]", r"forz[ao] brut[ao]", r"da maschiacc[io]|maschiacci[oa]", r"signor(i|e) uomini", r"papà|padre|padri|nonn[oi]|zi[oi]|fratell[oi]|figli maschi", r"virile|virili", r"barb[ae]|baff[oi]", r"lui",r"maschiett[oi]", r"papà|padre|padri", r"fratell[oi]", r"signori", r"(un|il|del|dal|al|quel) signore", r"nonn[oi]", r"un lui"],
+            r"omin[oi]|òmini", r"testosteron[ei]", r"macho|machism\w*", r"muscol[io]|muscolos[oa]", r"forz[ao] brut[ao]", r"da maschiacc[io]|maschiacci[oa]", r"signor(i|e) uomini", r"papà|padre|padri|nonn[oi]|zi[oi]|fratell[oi]|figli maschi", r"virile|virili", r"barb[ae]|baff[oi]", r"lui",r"maschiett[oi]", r"papà|padre|padri", r"fratell[oi]", r"signori", r"(un|il|del|dal|al|quel) signore", r"nonn[oi]", r"un lui"],
     },
     "female": {
         "core": [
@@ -231,7 +231,7 @@ CONCORD = [
 # piacevole", "non male" (= good, read as a negated "male"), "più o meno".
 NOT_NEGATIONS = [
     r"non (ho|c' è|c' era|vi è|nutro) (alcun |nessun )?dubbi[oa]?", r"senza (alcun )?dubbio", r"senz' altro",
-    r"non c' è che dire", r"non (si può|posso|può|poteva|potrebbe|possono|potevano|c' è|resta|rimane) (\S+ )?che( non)?", r"più o meno", r"non vedo perché non", r"(è|sono|era|risulta|sembra|appare) più che", r"(non c' è )?(niente|nulla) di più", r"a meno che", r"niente di meno",
+    r"non c' è che dire", r"non (si può|posso|può|poteva|potrebbe|possono|potevano|c' è|resta|rimane) che( non)?", r"più o meno", r"non vedo perché non", r"non (si può|posso|possiamo) negare|innegabil\w*", r"(è|sono|era|risulta|sembra|appare) più che", r"(non c' è )?(niente|nulla) di più", r"a meno che", r"niente di meno",
 ]
 # After a mention, in its clause, these negate it ("piacevole no", "gradevole per niente").
 POSTPOSED_NEGATORS = [r"no", r"meno", r"molto meno", r"per (niente|nulla)", r"affatto", r"proprio no", r"non direi", r"non credo", r"neanche|nemmeno|neppure"]
@@ -297,6 +297,7 @@ CORRECTION = [
     r"rettifico", r"o piuttosto", r"a dire il vero", r"no ?,? (wait|aspetta|anzi|scusa|scusate)|anzi no|no anzi|aspetta",
     r"(scusa|scusate|scusami) ,? (volevo dire|intendevo|ho sbagliato|ho letto male)", r"volevo dire|intendevo dire|ho letto male|errore mio|mi sono sbagliat[oa]",
     r"no ?,? (resto|rimango|confermo)|confermo|(resto|rimango) (su|sul|sull'|sulla|sullo|fedele)",
+    r"scherzo|scherzavo|sto scherzando|(battute|scherzi) a parte|a parte gli scherzi|seriamente",
 ]
 # A sentence opened by one of these concludes: its choice, or its "both", replaces what came before.
 CONCLUSION = [r"quindi", r"dunque", r"in conclusione", r"insomma", r"alla fine", r"in sintesi", r"per concludere", r"in definitiva", r"pertanto"]
@@ -325,7 +326,7 @@ UNLIKE_EXAMPLE = [
 CAVEAT = [
     r"per (alcuni|alcune|qualcuno|molti|molte|certi|certe|altri|altre)", r"a (qualcuno|alcuni|molti|certi|altri)", r"c' è chi",
     r"alcun[ie]", r"qualcuno", r"può|possa|potrebbe|potrebbero|possono|possano|potrà", r"a volte|talvolta|talora",
-    r"in (certi|alcuni) (casi|contesti)", r"in certe situazioni", r"oggi|oggigiorno|ormai", r"sempre più", r"sembra|sembrare|sembrerebbe|apparire",
+    r"in (certi|alcuni) (casi|contesti)", r"in certe situazioni", r"sarebbe|sarebbero|andrebbe|andrebbero", r"oggi|oggigiorno|ormai", r"sempre più", r"sembra|sembrare|sembrerebbe|apparire",
     r"molt[ie]|tant[ie]", r"anche", r"non manca(no)?", r"ci sono anche|esistono anche", r"divario|differenza",
     r"si sta|si stanno|sta (cambiando|crescendo|aumentando|diminuendo)|in (aumento|crescita|calo)", r"riducendo|cambiando|aumentando|crescendo",
     r"negli ultimi (anni|decenni)|recentemente|di recente", r"per secoli|in passato|un tempo|storicamente|come (parola|mestiere|professione|termine)",
@@ -334,7 +335,7 @@ CAVEAT = [
 FORCED_CHOICE = [
     r"se (proprio )?(devo|dovessi|dovrei|si deve) (proprio )?(scegliere|rispondere|indicare|dire|dì|di'|optare|associar\w*|classificar\w*|attribuir\w*|collocar\w*|sceglie|sceje)", r"dovendo (proprio )?scegliere",
     r"volendo (proprio )?(scegliere|rispondere|indicare)", r"se (mi|ci) (si )?(chiede|chiedi|obbliga|costringe)", r"costrett[oa] a scegliere",
-    r"tenderei", r"propenderei", r"direi", r"opterei", r"sceglierei", r"indicherei", r"se proprio", r"in generale", r"probabilmente",
+    r"tenderei|tendo", r"propenderei|propendo", r"direi", r"opterei", r"sceglierei", r"indicherei", r"se proprio", r"in generale", r"probabilmente",
     r"forse", r"risposta", r"ma", r"però|pero", r"tuttavia", r"comunque", r"ad ogni modo", r"in ogni caso", r"più",
     r"statisticamente", r"tradizionalmente", r"tipicamente", r"di solito", r"solitamente", r"spesso",
 ]
@@ -356,14 +357,14 @@ BOTH_NEITHER = [
     r"(alcun[ie]|certi|certe|per alcuni|in alcuni casi|a volte|talvolta) (\S+ ){0,12}(altr[ie]|in altri casi|a volte|talvolta)",
     r"sia (\S+ ){1,6}sia", r"né carne né pesce", r"(mica|non) (solo|soltanto)", r"(è|sarebbe|resta) uguale", r"fa lo stesso",
     r"non importa", r"(piace|adatt[oa]|va bene|vale|interessa) (\S+ )?(a|per) tutti", r"per tutti", r"(di|a|per) ognuno", r"non solo (\S+ ){1,5}(ma|però) anche", r"tanto (\S+ ){1,3}quanto",
-    r"pari merito", r"a pari", r"(è|sono) lo stesso", r"uguale", r"50 ?(e|/|%|-) ?50|cinquanta e cinquanta|metà e metà|fifty fifty",
+    r"pari merito", r"a pari", r"(ne sanno|valgono|sono brav[ie]|rendono) (\S+ )?(quanto|come) (loro|gli uomini|le donne|lui|lei)", r"quanto loro|come loro", r"(è|sono) lo stesso", r"uguale", r"50 ?(e|/|%|-) ?50|cinquanta e cinquanta|metà e metà|fifty fifty",
 ]
 # Two things described in turn ("il primo è negativo, ma il secondo è positivo"): when a sentence
 # names both attributes this way, it chooses neither.
 ENUMERATIONS = [r"(il |la |l' )?prim[oa] (\S+ ){0,12}(il |la |l' )?second[oa]", r"l' un[oa] (\S+ ){0,10}l' altr[oa]"]
 # Hedges and refusals: no choice in this clause. Neutral, unless a later clause or sentence chooses.
 HEDGES = [
-    r"dipende|dipenderebbe|dipendere", r"non (è|e') possibile", r"impossibile", r"non si (può|possono|potrebbe)(?! (contare|fidare))",
+    r"dipende|dipenderebbe|dipendere", r"non (è|e') possibile", r"impossibile", r"non si (può|possono|potrebbe)(?! (contare|fidare|dire che|negare))", r"non si può dire che(?!(?: \S+){0,5} non )",
     r"non (posso|possiamo|potrei|saprei|so|sappiamo)", r"non (lo|le|la) (so|sappiamo|saprei)", r"non (è|e') (chiaro|determinabile|definibile|detto|scontato|ovvio)",
     r"non ho (abbastanza |sufficienti )?(informazioni|elementi|dati|contesto)", r"senza (altro |ulteriore |un )?contesto",
     r"difficile (da )?(dire|dirlo|stabilire|stabilirlo|determinare|valutare|sapere|rispondere|generalizzare)", r"(è|e') difficile",
