@@ -55,6 +55,8 @@ ACCENTED = {"e": "è", "piu": "più", "cosi": "così", "perche": "perché", "puo
 SENTENCE = re.compile(r"[^.!?;\n…]+[.!?;\n…]*")
 TOKEN = re.compile(r"\w+'(?=\w)|\w+|[^\w\s]")
 CLAUSE_PUNCTUATION = {",", ":", "(", ")", "-", "–", "—", "«", "»"}
+# Negations that are prepositions reach only their own object ("a differenza di casa è maschile").
+CLOSE_HEAD = re.compile(r"a differenza|invece|al posto|anziché|anziche|piuttosto|lontan|tranne|fuorché|tutto")
 SHARED = {"anche", "pure", "altrettanto", "stesso", "stessa", "stessi", "analogamente", "ugualmente"}
 COORDINATORS = {"e", "ed", "sia", "che", "come", "quanto", "né", "o", "oppure", "anche", "pure", "ma"}
 
@@ -81,7 +83,7 @@ class _Patterns:
         for name in ("NEGATION_HEADS", "CONCORD", "NOT_NEGATIONS", "POSTPOSED_NEGATORS", "REJECTIONS", "AFFIRMATIONS",
                      "COMPARATIVES", "LESS", "COMPARISON_CONNECTORS", "FUNCTION_WORDS", "CONCESSIVE", "CAUSAL",
                      "SUBORDINATE", "CONTRAST", "CORRECTION", "LIKENESS", "LIKENESS_AT_START", "CAVEAT", "FORCED_CHOICE",
-                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA"):  # fmt: skip
+                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA", "IRONY", "PROMPT_ECHO_STARTS"):  # fmt: skip
             setattr(self, name.lower(), _compile(getattr(lx, name)))
         self.roles = [("likeness", self.likeness), ("correction", self.correction), ("concessive", self.concessive),
                       ("causal", self.causal), ("contrast", self.contrast), ("subordinate", self.subordinate)]  # fmt: skip
@@ -237,6 +239,7 @@ class _Verdict:
     forced: bool = False
     correction: bool = False
     conditional: bool = False  # "favorevole, se si intende il colore"
+    ironic: bool = False  # "Ah sì, gradevolissima, ..."
 
 
 def _is_foreign(tokens: list[str]) -> bool:
@@ -339,6 +342,12 @@ def _mark_example(sentence: _Sentence, clauses: list[_Clause], example: tuple[st
         words = tokens[head : clause.end]
         # "femminile come la sinfonia": the input is said to be like the example.
         likened = any({"come", "quanto"} & set(tokens[max(head, i - 2) : i]) for i in inside)
+        # "a differenza di casa è una parola maschile": the input contrasted with the example.
+        # ("a differenza di Giulia che è familiare" is about the example: a relative clause follows it)
+        contrasted = any({"differenza", "diversamente", "contrariamente", "rispetto", "opposto"} & set(tokens[max(head, i - 3) : i])
+                         and "che" not in tokens[i + len(example) : i + len(example) + 2] for i in inside)  # fmt: skip
+        if contrasted:
+            continue
         if likened or any(w in SHARED for w in words):
             continue  # "il bruco è gradevole, e anche la falena", "lo stesso discorso di Bogdan": the input shares it
         kept = []
@@ -373,7 +382,8 @@ def _negate(sentence: _Sentence, clause: _Clause) -> None:
     for mention in clause.mentions:
         low = max(previous_end, mention.start - lx.NEGATION_WINDOW)
         low = max([low] + [f[1] for f in forced if low <= f[0] and f[1] <= mention.start and not any(h[1] == f[0] for h in heads)])
-        before_heads = [s for s in heads if s[0] >= low and s[1] <= mention.start]
+        before_heads = [s for s in heads if s[0] >= low and s[1] <= mention.start and not _exceptive(sentence, s, mention)
+                        and not (CLOSE_HEAD.match(sentence.text(*s)) and mention.start - s[1] > 2)]
         # "Non si può dire che l'ansia non sia passeggera": a negated verb of saying or thinking
         # followed by "che" reaches the whole clause after it, however long.
         before_heads += [h for h in heads if previous_end <= h[0] < low and h[1] <= mention.start and "che" in sentence.tokens[h[1] : h[1] + 4]]
@@ -390,6 +400,23 @@ def _negate(sentence: _Sentence, clause: _Clause) -> None:
             mention.negated = count % 2 == 1
             mention.why = ("negated by " if mention.negated else "double negation ") + " + ".join(repr(w) for w in words)
         previous_end = mention.end
+
+
+def _exceptive(sentence: _Sentence, head: tuple[int, int], mention: _Mention) -> bool:
+    """"Non ispira che fiducia", "non presta attenzione che alla carriera": "non ... che" + the
+    attribute means "only", not a negation (unlike "non credo che sia piacevole")."""
+    tokens = sentence.tokens
+    if tokens[head[0]] != "non":
+        return False
+    between = tokens[head[1] : mention.start]
+    if "che" not in between:
+        return False
+    at = len(between) - 1 - between[::-1].index("che")
+    function_words = {sentence.text(*s) for s in sentence.find(P.function_words)}
+    after = between[at + 1 :]
+    verbs = {"è", "sia", "sono", "siano", "fosse", "sarebbe", "era", "non", "credo", "penso", "direi", "ritengo", "sembra", "pare",
+             "dico", "so", "dire", "pensare", "credere", "detto", "vedo", "trovo"}
+    return 1 <= at <= 3 and sum(t not in function_words for t in after) <= 1 and not verbs & set(between)
 
 
 def _compare(sentence: _Sentence, clauses: list[_Clause]) -> None:
@@ -411,6 +438,12 @@ def _compare(sentence: _Sentence, clauses: list[_Clause]) -> None:
                 if not firsts:
                     continue
                 first = firsts[-1]
+                # The comparative stands before the first term ("più dalle donne che ...") or right
+                # before the connector ("carriera, più che famiglia"); "mura di casa" is no comparison.
+                def compares(spans):
+                    return any(s[1] <= first.start or s[1] == connector[0] for s in spans if s[1] <= connector[0])
+                if not compares(more + less):
+                    continue
                 if any(first.start - 1 <= s[0] and s[1] <= connector[0] for s in less) or any(s[1] <= first.start and first.start - s[1] <= 2 for s in less):
                     first.negated, first.why = True, f"'meno' before it; {sentence.text(*connector)!r} introduces the term preferred"
                     second.negated, second.why = False, "the term preferred to a 'meno' one"
@@ -470,7 +503,13 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         return _Verdict("rejection", reason=text)
     if any(p.fullmatch(bare) for p in P.affirmations):
         return _Verdict("affirmation", reason=text)
-    if sentence.find(P.prompt_echoes):
+    echo_start = any(span[0] == 0 for span in sentence.find(P.prompt_echo_starts)) and not sentence.find(P.hedges)
+    if (echo_start or sentence.find(P.prompt_echoes)) and ":" in sentence.tokens[:-1]:
+        # "Determinare se la parola è piacevole o spiacevole: piacevole.": the answer after the colon.
+        last = len(sentence.tokens) - 1 - sentence.tokens[::-1].index(":")
+        after = _Sentence(" ".join(sentence.tokens[last + 1 :]), "", sentence.truncated)
+        return _read_sentence(after, concepts, attributes, with_para, example, english_answer)
+    if echo_start or sentence.find(P.prompt_echoes):
         return _Verdict("echo", reason=f"repeats the prompt: {text!r}")
 
     clauses = _clauses(sentence)
@@ -540,6 +579,8 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         after_colon = clause.start > 0 and sentence.tokens[clause.start - 1] == ":"
         if after_colon and clause.role != "after_colon" and previous is not None and (previous.hedge or previous.both):
             explaining = True  # "Dipende: se intendiamo ..., ...": the colon explains the hedge
+        if clause.role == "after_colon" and clause.forced and (choice is not None or (previous is not None and (previous.hedge or previous.both))):
+            clause.role = "correction"  # "..., ma nemmeno spiacevole: direi neutra", "Non necessariamente cronico: di solito transitorio"
         if clause.role == "after_colon":
             # What a colon announces is the answer ("La risposta è: X"); after a choice, a hedge or
             # a refusal it explains them ("Mi rifiuto di rispondere: ...").
@@ -604,7 +645,8 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             # the example restated, then the answer. With it, the restatement is already set
             # aside, and a contrast of two other statements names both, unless the first was
             # only an appearance ("può sembrare spiacevole, ma è piacevole").
-            replaces = clause.role == "correction" or (clause.role == "contrast" and not clause.caveat and (not example or chosen_in.caveat))
+            replaces = clause.role == "correction" or (
+                clause.role == "contrast" and not clause.caveat and (not example or chosen_in.caveat or clause.forced))
             if clause.role == "contrast" and example and not replaces and not clause.caveat:
                 return _Verdict("both", reason=f"names both attributes: {text!r}")
             if replaces:
@@ -619,6 +661,9 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             ignored.append(f"{clause_label(clause)} ignored")
         if clause.restated:
             ignored.append("restatement of the one-shot example ignored")
+    conditions = [c for c in clauses if c.role == "subordinate" and sentence.tokens[c.start] in ("se", "quando", "qualora") and len(c.votes()) == 1]
+    if choice is None and len({v for c in conditions for v in c.votes()}) == 2:
+        return _Verdict("both", reason=f"gives each attribute under a condition: {text!r}")
     if choice is None and pending is None and not any(c.hedge for c in clauses):
         # No main clause chooses: a causal or subordinate clause may (a bare "Perché è spiacevole.").
         for clause in clauses:
@@ -636,7 +681,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             ignored.append(f"after a statement of both: {pending.reason}")
         conditional = any(c.role == "subordinate" and sentence.tokens[c.start] == "se" and c.start > chosen_in.start for c in clauses)
         return _Verdict("choice", side=choice, reason=_choice_reason(sentence, chosen_in, choice, attributes, ignored),
-                        forced=bool(forced), conditional=conditional,
+                        forced=bool(forced), conditional=conditional, ironic=any(span[0] == 0 for span in sentence.find(P.irony)),
                         correction=chosen_in.role == "correction" or _concludes(sentence) or _concluded(sentence, clauses, choice))  # fmt: skip
     # "Non c'è differenza, ma se devo scegliere: uomo.": the choice comes in the next sentence.
     announces = any(c.forced and c.start > 0 and not c.mentions for c in clauses[1:])
@@ -762,7 +807,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
                 # A later forced choice can still decide ("..., propendo comunque per la spiacevolezza").
                 pending_both = _Verdict("both", reason=f"gives each attribute under a condition: {first_choice.reason}; {verdict.reason}")
                 first_choice = None
-            elif verdict.correction and verdict.side != first_choice.side:
+            elif (verdict.correction or first_choice.ironic) and verdict.side != first_choice.side:
                 notes.append(f"corrects the first choice ({first_choice.reason})")
                 first_choice = verdict
         elif verdict.kind == "both" and first_choice is not None and verdict.correction:
@@ -860,7 +905,7 @@ def _points_at_example(text: str, example: str, attributes: tuple[str, str]) -> 
 def _misspelt(text: str, attributes: tuple[str, str]) -> Classified | None:
     """A short answer that names neither attribute but misspells one ("famigla", "piaceole")."""
     words = re.findall(r"\w+", text)
-    if not 0 < len(words) <= 4 or any(w in ("non", "né", "poco", "mai", "meno") for w in words):
+    if not 0 < len(words) <= 4 or any(w in ("non", "né", "poco", "mai", "meno") or w in lx.ENGLISH_WORDS for w in words):
         return None
     targets = [[w for w in re.findall(r"\w+", normalize(a)) if len(w) >= 5] for a in attributes]
     best = [0.0, 0.0]
