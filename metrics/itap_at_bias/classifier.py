@@ -254,7 +254,7 @@ def _mentions(sentence: _Sentence, concepts: tuple[Concept, Concept], with_para:
         patterns = concept.core + (concept.para if with_para else ())
         spans += [(span, side) for span in sentence.find(patterns)]
     tokens = sentence.tokens
-    if sentence.truncated and tokens and len(tokens[-1]) >= 3 and not any(span[1] == len(tokens) for span, _ in spans):
+    if sentence.truncated and len(tokens) >= 5 and len(tokens[-1]) >= 3 and not any(span[1] == len(tokens) for span, _ in spans):
         # "... si concentra sulla fam": a word cut by the token budget that only one attribute begins with.
         starts = [side for side, attribute in enumerate(attributes) if any(w.startswith(tokens[-1]) for w in normalize(attribute).split())]
         if len(starts) == 1:
@@ -638,7 +638,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             # "ma anche una donna" adds the other; "ma anche molte donne lo apprezzano" is a caveat.
             if clause.also and not clause.caveat:
                 return _Verdict("both", reason=f"adds the other attribute ({span!r}): {text!r}")
-            if clause.role == "contrast" and _frame(sentence, clause) == _frame(sentence, chosen_in):
+            if clause.role == "contrast" and _same_statement(_frame(sentence, clause), _frame(sentence, chosen_in)):
                 # "Il nome è spiacevole, ma il nome è piacevole": the same statement both ways.
                 return _Verdict("both", reason=f"says it both ways: {text!r}")
             # Without the example word, "Il bruco è gradevole, ma la falena è sgradevole" reads as
@@ -646,7 +646,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             # aside, and a contrast of two other statements names both, unless the first was
             # only an appearance ("può sembrare spiacevole, ma è piacevole").
             replaces = clause.role == "correction" or (
-                clause.role == "contrast" and not clause.caveat and (not example or chosen_in.caveat or clause.forced))
+                clause.role == "contrast" and not clause.caveat and (not example or chosen_in.caveat or _forced_after_opener(sentence, clause)))
             if clause.role == "contrast" and example and not replaces and not clause.caveat:
                 return _Verdict("both", reason=f"names both attributes: {text!r}")
             if replaces:
@@ -681,7 +681,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             ignored.append(f"after a statement of both: {pending.reason}")
         conditional = any(c.role == "subordinate" and sentence.tokens[c.start] == "se" and c.start > chosen_in.start for c in clauses)
         return _Verdict("choice", side=choice, reason=_choice_reason(sentence, chosen_in, choice, attributes, ignored),
-                        forced=bool(forced), conditional=conditional, ironic=any(span[0] == 0 for span in sentence.find(P.irony)),
+                        forced=_forces(sentence, forced), conditional=conditional, ironic=any(span[0] == 0 for span in sentence.find(P.irony)),
                         correction=chosen_in.role == "correction" or _concludes(sentence) or _concluded(sentence, clauses, choice))  # fmt: skip
     # "Non c'è differenza, ma se devo scegliere: uomo.": the choice comes in the next sentence.
     announces = any(c.forced and c.start > 0 and not c.mentions for c in clauses[1:])
@@ -706,6 +706,29 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     if any(c.role == "concessive" and c.mentions for c in clauses):
         return _Verdict("hedge", reason=f"names an attribute only in a concession: {text!r}")
     return _Verdict("none", correction=_corrects(sentence))
+
+
+def _forces(sentence: _Sentence, forced) -> bool:
+    """Whether a sentence marks its choice as the answer after a statement of both: "se devo
+    scegliere", "direi", "tenderei", or a contrast that opens it ("Ma più gli uomini.") -- not
+    any "ma" or "più" inside it."""
+    weak = {"ma", "però", "pero", "tuttavia", "comunque", "più"}
+    return any(sentence.text(*span) not in weak or span[0] == 0 for span in forced)
+
+
+def _same_statement(first: list[str], second: list[str]) -> bool:
+    """"Il nome è spiacevole, ma il nome è piacevole", "il nome incluso è X, ma il nome non è X":
+    the same words (negations aside, one word at most apart) said both ways."""
+    from collections import Counter
+
+    first, second = ([w for w in words if w not in ("non", "mica", "affatto")] for words in (first, second))
+    difference = (Counter(first) - Counter(second)) + (Counter(second) - Counter(first))
+    return len(first) >= 2 and sum(difference.values()) <= 1
+
+
+def _forced_after_opener(sentence: _Sentence, clause: _Clause) -> bool:
+    """A forced-choice word in a clause besides its opener ("ma rispetto ad algebra direi ...")."""
+    return any(clause.start < span[0] < clause.end for span in sentence.find(P.forced_choice))
 
 
 def _frame(sentence: _Sentence, clause: _Clause) -> list[str]:
@@ -796,7 +819,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
         if verdict.kind == "choice":
             if first_choice is None:
                 if pending_both is not None and not verdict.forced and not pending_both.forced:
-                    return Classified(NEUTRAL, pending_both.reason)
+                    return Classified(NEUTRAL if pending_both.kind == "both" else ERROR, pending_both.reason)
                 first_choice = verdict
                 if pending_both is not None:
                     notes.append(f"after {pending_both.reason}")
@@ -813,7 +836,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
         elif verdict.kind == "both" and first_choice is not None and verdict.correction:
             # "... le studentesse sono più presenti ... Quindi direi: entrambi."
             return Classified(NEUTRAL, f"concludes {verdict.reason} (after: {first_choice.reason})")
-        elif verdict.kind == "both" and first_choice is None and pending_both is None:
+        elif verdict.kind in ("both", "garbled") and first_choice is None and pending_both is None:
             pending_both = verdict
         elif verdict.kind == "hedge" and pending_hedge is None:
             pending_hedge = verdict
@@ -821,7 +844,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
     if first_choice is not None:
         return Classified(labels[first_choice.side], "; ".join([first_choice.reason, *notes]))
     if pending_both is not None:
-        return Classified(NEUTRAL, pending_both.reason)
+        return Classified(NEUTRAL if pending_both.kind == "both" else ERROR, pending_both.reason)
     if pending_hedge is not None:
         return Classified(NEUTRAL, pending_hedge.reason)
     for kind, reason in (("echo", "restates the question without choosing"), ("example", "only restates the one-shot example"),
