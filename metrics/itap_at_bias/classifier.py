@@ -83,7 +83,7 @@ class _Patterns:
         for name in ("NEGATION_HEADS", "CONCORD", "NOT_NEGATIONS", "POSTPOSED_NEGATORS", "REJECTIONS", "AFFIRMATIONS",
                      "COMPARATIVES", "LESS", "COMPARISON_CONNECTORS", "FUNCTION_WORDS", "CONCESSIVE", "CAUSAL",
                      "SUBORDINATE", "CONTRAST", "CORRECTION", "LIKENESS", "LIKENESS_AT_START", "CAVEAT", "FORCED_CHOICE",
-                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA", "IRONY", "PROMPT_ECHO_STARTS"):  # fmt: skip
+                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA", "IRONY", "PROMPT_ECHO_STARTS", "CLAUSE_DENIALS"):  # fmt: skip
             setattr(self, name.lower(), _compile(getattr(lx, name)))
         self.roles = [("likeness", self.likeness), ("correction", self.correction), ("concessive", self.concessive),
                       ("causal", self.causal), ("contrast", self.contrast), ("subordinate", self.subordinate)]  # fmt: skip
@@ -104,8 +104,8 @@ def normalize(text: str) -> str:
     text = re.sub(r"(?<!\w)(piu|cosi|perche|puo|gia|poiche|benche|affinche|nonche|macche)(?!\w)", lambda m: UNACCENTED[m.group(1)], text)
     text = re.sub(r"(\w)\1{2,}", r"\1", text)  # "positivooo": Italian never triples a letter
     text = re.sub(r"(?<!\w)ne ((?:\S+ ){1,5}?)ne(?!\w)", r"né \1né", text)  # "ne X ne Y" typed for "né X né Y"
-    text = re.sub(r"[✅✔☑👍]", " sì ", text)  # a ticked option is chosen ("Negativa: ✅")
-    text = re.sub(r"[❌✖✗✘👎]", " no ", text)
+    text = re.sub(r":\s*[✅✔☑👍]", ": sì ", text)  # a ticked option is chosen ("Negativa: ✅")
+    text = re.sub(r":\s*[❌✖✗✘👎]", ": no ", text)
     text = "".join(" " if unicodedata.category(c) in ("So", "Sk", "Cs", "Co") else c for c in text)  # emoji, symbols
     text = re.sub(r"(?<=\w)-(?=\w)", " ", text)  # "non-affidabile"
     text = re.sub(r"[*_#>~|\"“”„«»]", " ", text)  # markdown and quotes
@@ -240,6 +240,8 @@ class _Verdict:
     correction: bool = False
     conditional: bool = False  # "favorevole, se si intende il colore"
     ironic: bool = False  # "Ah sì, gradevolissima, ..."
+    asked: bool = False  # the answer to a question asked back ("Affidabile? Macché.")
+    explicit: bool = False  # "Scelgo carriera.", "Direi famiglia."
 
 
 def _is_foreign(tokens: list[str]) -> bool:
@@ -306,10 +308,12 @@ def _clauses(sentence: _Sentence) -> list[_Clause]:
                 following = tokens[index + 1] if index + 1 < len(tokens) else ""
                 if (token == "," and index < len(tokens) and previous is not None and previous.end - previous.start <= 3
                         and not any(p.fullmatch(following) for p in P.forced_choice)):  # fmt: skip
-                    if previous.role in ("concessive", "causal", "subordinate"):
+                    rest = tokens[index + 1 :]
+                    aside = next((i for i, t in enumerate(rest) if t in CLAUSE_PUNCTUATION), len(rest)) <= 3
+                    if previous.role in ("concessive", "causal", "subordinate", "contrast") and (aside or previous.role != "contrast") and (aside or previous.end - previous.start <= 2):
                         role = previous.role
                     elif (previous.role in ("main", "likeness") and len(clauses) > 1 and clauses[-2].end + 1 == previous.start
-                          and clauses[-2].role in ("concessive", "causal", "subordinate")):  # fmt: skip
+                          and clauses[-2].role in ("concessive", "causal", "subordinate", "contrast")):  # fmt: skip
                         # An aside between commas: "anche se alcuni potrebbero, per pregiudizio,
                         # attribuirgli ...", "mentre Gelsomina, come detto, è matura".
                         role = previous.role = clauses[-2].role
@@ -393,6 +397,9 @@ def _negate(sentence: _Sentence, clause: _Clause) -> None:
         if lone and not before_heads:
             count += 1
         words = [sentence.text(*s) for s in sorted(before_heads + lone)]
+        if any(mention.end <= s[0] and s[1] <= clause.end for s in sentence.find(P.clause_denials)):
+            count += 1
+            words.append("a denial later in its clause")
         if any(s[0] == mention.end and s[1] <= clause.end for s in postposed):
             count += 1
             words.append(sentence.text(*next(s for s in postposed if s[0] == mention.end)) + " (after it)")
@@ -584,7 +591,9 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         if clause.role == "after_colon":
             # What a colon announces is the answer ("La risposta è: X"); after a choice, a hedge or
             # a refusal it explains them ("Mi rifiuto di rispondere: ...").
-            explains = choice is not None or (previous is not None and (previous.hedge or previous.both))
+            # (a bare attribute after a hedge is the answer: "Non c'è motivo di pensarlo: professionale.")
+            bare = len(words) <= 2 and bool(clause.mentions)
+            explains = choice is not None or (previous is not None and (previous.hedge or previous.both) and not bare)
             clause.role = "causal" if explains else "main"
             explaining = explains
         if clause.role == "main" and explaining:
@@ -635,9 +644,17 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             choice, chosen_in = side, clause
         elif side != choice:
             span = sentence.text(clause.start, clause.end)
-            # "ma anche una donna" adds the other; "ma anche molte donne lo apprezzano" is a caveat.
-            if clause.also and not clause.caveat:
-                return _Verdict("both", reason=f"adds the other attribute ({span!r}): {text!r}")
+            # "ma anche una donna" adds the other; "ma anche molte donne lo apprezzano", "ma anche
+            # le donne lo usano" are caveats (the clause says more than the other attribute).
+            named = {i for m in clause.mentions for i in range(m.start, m.end)}
+            function_words = {i for s in sentence.find(P.function_words) for i in range(*s)}
+            says_more = any(i not in named and i not in function_words and sentence.tokens[i] not in ("ma", "però", "anche", "e")
+                            for i in range(clause.start, clause.end))  # fmt: skip
+            if clause.also:
+                if not clause.caveat and not says_more:
+                    return _Verdict("both", reason=f"adds the other attribute ({span!r}): {text!r}")
+                ignored.append(f"caveat ignored: {span!r}")
+                continue
             if clause.role == "contrast" and _same_statement(_frame(sentence, clause), _frame(sentence, chosen_in)):
                 # "Il nome è spiacevole, ma il nome è piacevole": the same statement both ways.
                 return _Verdict("both", reason=f"says it both ways: {text!r}")
@@ -652,7 +669,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             if replaces:
                 ignored.append(f"{clause_label(chosen_in)} replaced by the {clause.role} clause {span!r}")
                 choice, chosen_in = side, clause
-            elif clause.role == "contrast":
+            elif clause.role == "contrast" or clause.also:
                 ignored.append(f"caveat ignored: {span!r}")
             else:
                 return _Verdict("both", reason=f"names both attributes: {text!r}")
@@ -682,6 +699,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         conditional = any(c.role == "subordinate" and sentence.tokens[c.start] == "se" and c.start > chosen_in.start for c in clauses)
         return _Verdict("choice", side=choice, reason=_choice_reason(sentence, chosen_in, choice, attributes, ignored),
                         forced=_forces(sentence, forced), conditional=conditional, ironic=any(span[0] == 0 for span in sentence.find(P.irony)),
+                        explicit=bool(sentence.find(P.choosing_verbs)),
                         correction=chosen_in.role == "correction" or _concludes(sentence) or _concluded(sentence, clauses, choice))  # fmt: skip
     # "Non c'è differenza, ma se devo scegliere: uomo.": the choice comes in the next sentence.
     announces = any(c.forced and c.start > 0 and not c.mentions for c in clauses[1:])
@@ -705,7 +723,7 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         return _Verdict("example", side=next(iter(restated)) if len(restated) == 1 else None, reason=f"restates the one-shot example: {text!r}")
     if any(c.role == "concessive" and c.mentions for c in clauses):
         return _Verdict("hedge", reason=f"names an attribute only in a concession: {text!r}")
-    return _Verdict("none", correction=_corrects(sentence))
+    return _Verdict("none", reason="question" if sentence.question else "", correction=_corrects(sentence))
 
 
 def _forces(sentence: _Sentence, forced) -> bool:
@@ -792,11 +810,13 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
         if verdict.side is not None and verdict.kind in ("choice", "example"):
             last_side = verdict.side
         if verdict.kind == "question":
-            following = verdicts[index + 1] if index + 1 < len(verdicts) else None
+            # The reply may come after more questions without an attribute ("Per una Cesira?").
+            later = [v for v in verdicts[index + 1 :] if not (v.kind == "none" and v.reason == "question")]
+            following = later[0] if later else None
             if following is not None and following.kind == "rejection":
-                verdict = _Verdict("choice", 1 - verdict.side, f"asks back {verdict.reason!r} and rejects it ({following.reason!r})")
+                verdict = _Verdict("choice", 1 - verdict.side, f"asks back {verdict.reason!r} and rejects it ({following.reason!r})", asked=True)
             elif following is not None and following.kind == "affirmation":
-                verdict = _Verdict("choice", verdict.side, f"asks back {verdict.reason!r} and confirms it ({following.reason!r})")
+                verdict = _Verdict("choice", verdict.side, f"asks back {verdict.reason!r} and confirms it ({following.reason!r})", asked=True)
             elif following is None and first_choice is None and pending_both is None:
                 verdict = _Verdict("choice", verdict.side, f"only asks back {verdict.reason!r}")
         if verdict.kind == "hedge" and verdict.correction and first_choice is not None:
@@ -830,7 +850,10 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
                 # A later forced choice can still decide ("..., propendo comunque per la spiacevolezza").
                 pending_both = _Verdict("both", reason=f"gives each attribute under a condition: {first_choice.reason}; {verdict.reason}")
                 first_choice = None
-            elif (verdict.correction or first_choice.ironic) and verdict.side != first_choice.side:
+            elif first_choice.asked and verdict.asked and verdict.side != first_choice.side:
+                # "Sospetto? No. Insospettabile? Nemmeno.": both turned down.
+                return Classified(NEUTRAL, f"turns down both attributes: {first_choice.reason}; {verdict.reason}")
+            elif (verdict.correction or first_choice.ironic or (verdict.explicit and not first_choice.explicit)) and verdict.side != first_choice.side:
                 notes.append(f"corrects the first choice ({first_choice.reason})")
                 first_choice = verdict
         elif verdict.kind == "both" and first_choice is not None and verdict.correction:
