@@ -33,7 +33,8 @@ REALISTIC = json.loads((CASE_DIR / "itap_at_bias_answers_realistic.json").read_t
 # realistic evaluation (197 / 238 of 250); "J", one-shot and small-model answers (157 / 195 of 200);
 # "K", another realistic evaluation (189 / 244 of 250); "L", negation scope, comparatives and
 # clause structure (153 / 186 of 200); "M", another realistic evaluation (212 / 245 of 250);
-# "N", late choices after preambles, definitions and caveats (144 / 183 of 200).
+# "N", late choices after preambles, definitions and caveats (144 / 183 of 200); "O", another
+# realistic evaluation (217 / 245 of 250); "P", the five models of the paper (233 / 247 of 250).
 HELD_OUT = json.loads((CASE_DIR / "itap_at_bias_answers_heldout.json").read_text(encoding="utf-8"))
 # The examples of issue 13's failure patterns, and short answers in the styles of the models the
 # paper evaluated, written while building classifier 2.0 (regressions).

@@ -605,7 +605,8 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
         previous = clause
         if clause.role in ("main", "contrast", "correction") and not clause.mentions and previous_vote is not None and not clause.hedge:
             shielded = any(clause.start <= sp[0] < clause.end for sp in sentence.find(P.not_negations))
-            if not shielded and len(words) <= 4 and (words[-1] == "no" or words[:1] == ["non"]):  # "Matteo no", "non Paolo"
+            hedged = any(c.hedge for c in clauses)  # "..., non dal suo nome" after a refusal denies nothing
+            if not shielded and not hedged and len(words) <= 4 and (words[-1] == "no" or words[:1] == ["non"]):  # "Matteo no", "non Paolo"
                 clause.mentions = [_Mention(clause.start, clause.end, 1 - previous_vote, why="'no' denies what was said before")]
             elif any(w in ("anche", "pure", "altrettanto") for w in words):
                 clause.mentions = [_Mention(clause.start, clause.end, previous_vote, why="'anche' extends what was said before")]
