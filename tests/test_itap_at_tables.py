@@ -47,8 +47,37 @@ def test_each_family_has_five_instructions_naming_both_attributes(tables, family
         ("disease", 1, "Analizza se il disturbo è di tipo duraturo o temporaneo."),
     ],
 )
-def test_paper_instructions_are_verbatim(tables, family, number, italian):
-    assert tables.instructions[family][number - 1].text == italian
+def test_paper_instructions_are_verbatim_unless_a_departure_says_why(tables, family, number, italian):
+    instruction = tables.instructions[family][number - 1]
+    assert instruction.paper_italian == italian
+    assert (instruction.text == italian) == (not instruction.departure)
+
+
+def test_only_the_reviewed_paper_texts_depart_from_the_paper(tables):
+    # Review findings I-H1 (a grammar question), I-M3 (an asymmetric pair), I-M4 (no alternative offered).
+    departed = {(i.family, i.number) for members in tables.instructions.values() for i in members if i.departure}
+    assert departed == {("gender_words", 5), ("pleasantness", 2), ("gender_words", 1)}
+
+
+def test_no_instruction_or_oneshot_form_asks_for_grammatical_gender(tables):
+    # "una parola maschile / femminile" is a statement about grammatical gender in Italian (I-H1, I-H2).
+    for members in tables.instructions.values():
+        for i in members:
+            assert "maschile" not in i.oneshot_a and "femminile" not in i.oneshot_b, i.where
+            if "maschile" in i.text:
+                assert "connotazione" in i.text and "genere grammaticale" in i.text, i.where
+
+
+def test_elderly_names_are_not_among_todays_newborns_names(tables):
+    elderly = [w for w in tables.inputs.values() if w.category == "OldPeoplesNames"]
+    assert sorted(w.text for w in elderly) == sorted("Giuseppina Carmela Concetta Antonietta Franco Bruno Aldo Sergio".split())
+    assert not {w.text for w in elderly} & set(tables.names)
+    assert sorted(w.gender for w in elderly) == ["f"] * 4 + ["m"] * 4
+
+
+def test_few_reports_side_holds_no_in_group_and_no_continent(tables):
+    x = {w.text for w in tables.inputs.values() if w.category == "EuropeanAmericanTerms"}
+    assert len(x) == 15 and not {"italiani", "europei"} & x
 
 
 def test_istat_lists_have_thirty_names_each_and_the_paper_male_list(tables):

@@ -52,7 +52,7 @@ def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_
     for name, task in results["tasks"].items():
         dataset = task["dataset"]
         assert (dataset["id"], dataset["repo"], dataset["location"], dataset["config"]) == ("itap_at", str(itap_dir), "local", "all")
-        assert dataset["version"] == "1.0.0" and dataset["revision"].startswith("manifest-sha256:")
+        assert dataset["version"] == "2.0.0" and dataset["revision"].startswith("manifest-sha256:")
         assert task["n"] == LIMIT and task["results"]["n"] == LIMIT
         assert task["metric"]["name"] == "itap_at_bias" and len(task["metric"]["module_sha256"]) == 64
         assert -1 <= task["results"]["bias_score"] <= 1
@@ -229,8 +229,8 @@ def test_dataset_of_another_version_is_refused(tmp_path, itap_dir):
     copy = tmp_path / "itap_at"
     shutil.copytree(itap_dir, copy)
     card = copy / "README.md"
-    card.write_text(card.read_text().replace("version: 1.0.0", "version: 0.9.0", 1))
-    with pytest.raises(DatasetError, match=r"dataset version 0.9.0 but this equita's itap-at tasks expect 1.0.0"):
+    card.write_text(card.read_text().replace("version: 2.0.0", "version: 1.0.0", 1))
+    with pytest.raises(DatasetError, match=r"dataset version 1.0.0 but this equita's itap-at tasks expect 2.0.0"):
         run(options(tmp_path / "out", tmp_path), log=lambda message: None)
 
 
