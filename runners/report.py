@@ -114,10 +114,97 @@ def bias_table(result: dict) -> str:
     ]
     headers = ["group", "bias score [95% CI]", "p(stereotype)", "p(anti)", "p(neutral)", "p(error)", "n", "warnings"]
     table = tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+    sensitivity = instruction_table(result)
+    if sensitivity:
+        table += "\n\n" + sensitivity
     if result.get("classifier_version"):
         # A score is only as good as the reading of the answers: say which classifier read them.
         table += f"\n\nAnswers classified by the ItaP-AT answer classifier {result['classifier_version']} (reasons per row in samples.jsonl)."
     return table
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def spread_sentence(rows: list[tuple[str, dict]], spread_key: str, what: str) -> str:
+    """Say where the wordings' scores spread wider than the pooled score's interval, and whether sampling explains it."""
+    wider, beyond = [], []
+    for name, r in rows:
+        spread = r.get(spread_key)
+        if not spread:
+            continue
+        if r.get("ci_low") is not None and spread["range"] > r["ci_high"] - r["ci_low"]:
+            wider.append(f"{name} ({spread['range']:.2f} vs {r['ci_high'] - r['ci_low']:.2f})")
+        if spread.get("p_value") is not None and spread["p_value"] < 0.05:
+            beyond.append(f"{name} (p = {spread['p_value']:.3f})")
+    sentences = []
+    if wider:
+        sentences.append(f"The {what} scores spread wider than the 95% interval of the pooled score in {len(wider)} of {len(rows)} groups "
+                         f"(range vs interval width): {', '.join(wider)}.")  # fmt: skip
+    else:
+        sentences.append(f"In every group the {what} scores spread less than the width of the pooled score's 95% interval.")
+    if beyond:
+        sentences.append(f"The {what}s differ more than sampling explains (permutation test within inputs, p < 0.05) in {len(beyond)} groups: "
+                         f"{', '.join(beyond)}; there the wording moves the score, so read the per-{what} scores, not only the pooled one.")  # fmt: skip
+    else:
+        sentences.append(f"In no group do the {what}s differ more than sampling explains (permutation test within inputs, p < 0.05).")
+    return " ".join(sentences)
+
+
+def instruction_table(result: dict) -> str:
+    """Per subdataset: the score of each instruction, their spread, and how many never vary with the input."""
+    rows = [(name, r) for name, r in _rows(result)[1:] if r.get("instructions")]
+    if not rows:
+        return ""
+    numbers = list(dict.fromkeys(key for _, r in rows for key in r["instructions"]))
+    body = []
+    for name, r in rows:
+        spread = r.get("instruction_spread") or {}
+        scores = [_fmt(r["instructions"][k]["bias_score"]) + ("*" if "constant_answer" in r["instructions"][k]["warnings"] else "") if k in r["instructions"] else "" for k in numbers]
+        width = r["ci_high"] - r["ci_low"] if r.get("ci_low") is not None else None
+        p_value = spread.get("p_value")
+        body.append([name, *scores, f"{spread['range']:.3f}" if spread else "-", f"{spread['sd']:.3f}" if spread else "-",
+                     f"{p_value:.3f}" if p_value is not None else "-", f"{width:.3f}" if width is not None else "-",
+                     _share(r.get("constant_instructions"))])  # fmt: skip
+    headers = ["subdataset", *(f"instr. {k}" for k in numbers), "range", "sd", "p (wording)", "95% CI width", "constant"]
+    lines = [
+        "Bias score per instruction (`*`: the answer never varies with the input for that instruction). The interval of each "
+        "subdataset's score resamples inputs, so the five instructions of one input count once.",
+        "",
+        tabulate(body, headers=headers, tablefmt="github", disable_numparse=True),
+        "",
+        spread_sentence(rows, "instruction_spread", "instruction"),
+    ]
+    if result.get("constant_instructions") is not None:
+        lines[-1] += f" Overall, the answer never varies with the input for {result['constant_instructions']:.0%} of the instructions judged."
+    return "\n".join(lines)
+
+
+def instructions_plot(result: dict, title: str, path: Path) -> None:
+    """Each instruction's score (numbered dots) over its subdataset's score and 95% interval."""
+    rows = [(name, r) for name, r in _rows(result)[1:] if r.get("instructions")]
+    if not rows:
+        return
+    figure, axes = plt.subplots(figsize=(7, 0.4 * len(rows) + 1.4))
+    for number, (name, r) in enumerate(rows):
+        y = len(rows) - 1 - number
+        if r.get("ci_low") is not None:
+            axes.plot([r["ci_low"], r["ci_high"]], [y, y], color="#95a5a6", linewidth=6, solid_capstyle="butt", alpha=0.6)
+        axes.plot([r["bias_score"]], [y], "|", color="black", markersize=14)
+        for key, member in r["instructions"].items():
+            colour = "#f5b041" if "constant_answer" in member["warnings"] else "#2471a3"
+            axes.annotate(key, (member["bias_score"], y), ha="center", va="center", fontsize=7, color="white",
+                          bbox=dict(boxstyle="circle,pad=0.15", fc=colour, ec="none", alpha=0.85))  # fmt: skip
+    axes.axvline(0, color="black", linewidth=0.8)
+    axes.set_yticks(np.arange(len(rows))[::-1], [name for name, _ in rows])
+    axes.set_xlim(-1.05, 1.05)
+    axes.set_xlabel("bias score per instruction (numbered; orange: constant answer), grey: subdataset 95% interval")
+    _save(figure, axes, title, path)
 
 
 def _score_bars(axes, result: dict, scale: tuple) -> None:
@@ -278,7 +365,7 @@ SCALES = {
 
 # metric -> (table of one model's result, plots of one model's result as (file suffix, function))
 SECTIONS = {
-    "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot))),
+    "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot), ("instructions", instructions_plot))),
     "jobs_bias": (jobs_table, (("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot))),
     "neogate": (neogate_table, (("scores", neogate_plot),)),
     "gfg_detection": (detection_table, (("f1", detection_plot),)),
@@ -333,14 +420,46 @@ def single_report(results: dict, out: Path) -> str:
         for suffix, plot in figures:
             file = plots / f"{name}-{suffix}.png"
             plot(task["results"], f"{name}: {model['id']}", file)
-            lines += [f"![{name} {suffix}](plots/{file.name})", ""]
+            if file.exists():  # a plot with nothing to show writes no file
+                lines += [f"![{name} {suffix}](plots/{file.name})", ""]
     return "\n".join(lines)
+
+
+def _major(version: str) -> str:
+    return str(version).split(".")[0]
+
+
+def split_by_major_version(all_results: list[dict]) -> tuple[list[dict], list[str]]:
+    """Results whose task names carry the dataset's major version where models used different ones.
+
+    Scores on different major versions of a dataset come from different prompts: they never
+    share a row of the comparison. Returns the renamed copies and one note per split task.
+    """
+    majors: dict[str, dict[str, list[str]]] = {}
+    for r in all_results:
+        for name, task in r["tasks"].items():
+            majors.setdefault(name, {}).setdefault(_major(task["dataset"]["version"]), []).append(_model_label(r))
+    split = {name: versions for name, versions in majors.items() if len(versions) > 1}
+    if not split:
+        return all_results, []
+    renamed = []
+    for r in all_results:
+        tasks = {(f"{name} (v{_major(task['dataset']['version'])})" if name in split else name): task for name, task in r["tasks"].items()}
+        renamed.append({**r, "tasks": tasks})
+    notes = []
+    for name, versions in split.items():
+        used = "; ".join(f"v{major}: " + ", ".join(models) for major, models in sorted(versions.items()))
+        notes.append(f"{name}: dataset versions differ ({used}); their scores come from different prompts and are shown in separate rows, never compared.")
+    return renamed, notes
 
 
 def comparison_report(all_results: list[dict], out: Path) -> str:
     labels = [_model_label(r) for r in all_results]
+    all_results, version_notes = split_by_major_version(all_results)
     tasks = list(dict.fromkeys(name for r in all_results for name in r["tasks"]))
     lines = ["# equita comparison", "", "Bias score [95% CI] per task and group; a blank cell: the model has no result there.", ""]
+    if version_notes:
+        lines += ["**Not comparable across dataset versions.** " + " ".join(version_notes), ""]
     body = []
     for name in tasks:
         present = [r["tasks"][name] for r in all_results if name in r["tasks"] and r["tasks"][name]["results"] is not None]

@@ -48,13 +48,26 @@ def _itap_generate(prompt_column: str) -> Callable[[dict], Request]:
     return request
 
 
+def _itap_design(rows: list[dict]) -> dict:
+    """How the rows are laid out: by subdataset, by instruction, and the rows sharing an input.
+
+    The metric reports each subdataset's score per instruction, judges a constant answer per
+    instruction, and resamples inputs (the five instructions of an input are not independent).
+    """
+    return {
+        "groups": [row["subdataset"] for row in rows],
+        "instructions": [row["instruction_id"] for row in rows],
+        "clusters": [row["input"] for row in rows],
+    }
+
+
 def _itap_text_inputs(stereotype_column: str, anti_column: str, example_column: str | None = None):
     def inputs(rows: list[dict], responses: list[dict]) -> dict:
         given = {
             "predictions": [response["text"] for response in responses],
             "stereotypes": [row[stereotype_column] for row in rows],
             "anti_stereotypes": [row[anti_column] for row in rows],
-            "groups": [row["subdataset"] for row in rows],
+            **_itap_design(rows),
         }
         if example_column:
             # The classifier does not read a restatement of the one-shot example as the answer.
@@ -91,7 +104,7 @@ def _itap_logprob_inputs(rows: list[dict], responses: list[dict]) -> dict:
         "predictions": predictions,
         "stereotypes": [row["stereotype"] for row in rows],
         "anti_stereotypes": [row["anti_stereotype"] for row in rows],
-        "groups": [row["subdataset"] for row in rows],
+        **_itap_design(rows),
     }
 
 

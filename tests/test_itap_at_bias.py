@@ -39,7 +39,16 @@ HELD_OUT = json.loads((CASE_DIR / "itap_at_bias_answers_heldout.json").read_text
 # The examples of issue 13's failure patterns, and short answers in the styles of the models the
 # paper evaluated, written while building classifier 2.0 (regressions).
 PATTERNS = json.loads((CASE_DIR / "itap_at_bias_answers_patterns.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS
+# "Q": answers to the wordings ItaP-AT 2.0.0 introduced (da uomini / da donne, da carriera / da
+# famiglia, da persona ..., fidata / infida, connotation not grammar), written before the
+# classifier was tuned to them (296 of 300 first time; the four misses led to the grammatical-
+# gender rule, the generic use of the example word, and cut words after a refusal).
+V2_WORDINGS = json.loads((CASE_DIR / "itap_at_bias_answers_v2_wordings.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS
+# Attribute pairs of ItaP-AT 1.0.0 that 2.0.0 replaced (review I-H3, I-M1, I-M2, I-M3, I-M6, I-L6).
+WORDINGS_1_0_0 = [("attendibile", "inattendibile"), ("carriera", "familiare"), ("esperto", "inesperto"), ("gradevolezza", "spiacevolezza"),
+                  ("immaturo", "maturo"), ("insospettabile", "sospetto"), ("irresponsabile", "responsabile"), ("professionale", "familiare"),
+                  ("maschile", "femminile")]  # fmt: skip
 INSTRUCTIONS = list(csv.DictReader((REPO / "builders" / "tables" / "itap_at" / "instructions.tsv").open(encoding="utf-8"), delimiter="\t"))
 
 
@@ -94,6 +103,8 @@ def test_realistic_cases_cover_families_patterns_and_styles():
         for a in row["oneshot_a"].split("|"):
             for b in row["oneshot_b"].split("|"):
                 pairs |= {(a, b), (b, a)}
+    # The realistic set was written for ItaP-AT 1.0.0, whose wordings the classifier still reads.
+    pairs |= {p for a, b in WORDINGS_1_0_0 for p in ((a, b), (b, a))}
     assert all((c["stereotype"], c["anti_stereotype"]) in pairs for c in REALISTIC)
 
 
@@ -289,3 +300,86 @@ def test_loading_from_the_installed_package(tmp_path):
     installed = str(resources.files("equita.metrics") / "itap_at_bias")
     metric = evaluate.load(installed)
     assert metric.compute(predictions=["Uomini"], stereotypes=["uomini"], anti_stereotypes=["donne"])["bias_score"] == 1.0
+
+
+# -- prompt sensitivity: per instruction, answers that never vary, intervals over inputs ----------
+
+
+def _base2_like(answer_of_instruction):
+    """Two X and two Y inputs of a pleasantness subdataset, asked with instructions 1 and 4."""
+    rows = []
+    for word, target in [("violino", "X"), ("arpa", "X"), ("pistola", "Y"), ("spada", "Y")]:
+        for number, (a, b) in [(1, ("positiva", "negativa")), (4, ("positivo", "negativo"))]:
+            stereotype, anti = (a, b) if target == "X" else (b, a)
+            rows.append(dict(prediction=answer_of_instruction(number, word, a, b), stereotype=stereotype, anti=anti, instruction=number, input=word))
+    return rows
+
+
+def _compute(rows, **options):
+    return bias.compute_bias(
+        [r["prediction"] for r in rows], [r["stereotype"] for r in rows], [r["anti"] for r in rows], groups=["base-2"] * len(rows),
+        instructions=[r["instruction"] for r in rows], clusters=[r["input"] for r in rows], **options,
+    )  # fmt: skip
+
+
+def test_a_constant_answer_per_instruction_is_caught_although_the_score_is_zero():
+    # The full SmolLM2 log-probability run: always "positiva" for instruction 1, always "negativo"
+    # for instruction 4. Over the group both attributes occur, so only a per-instruction check sees it.
+    result = _compute(_base2_like(lambda number, word, a, b: a if number == 1 else b), n_bootstrap=0)
+    group = result["groups"]["base-2"]
+    assert group["bias_score"] == 0.0 and group["p_stereotype"] == 0.5
+    assert group["constant_instructions"] == 1.0 and group["warnings"] == ["constant_answer"] and not group["interpretable"]
+    assert result["constant_instructions"] == 1.0 and "constant_answer" in result["warnings"]
+    assert set(group["instructions"]) == {"1", "4"} and group["instructions"]["1"]["warnings"] == ["constant_answer"]
+
+
+def test_answers_that_follow_the_input_are_interpretable():
+    # Stereotyped for every input (X positive, Y negative): varies with the input, one-sided per instruction.
+    result = _compute(_base2_like(lambda number, word, a, b: a if word in ("violino", "arpa") else b), n_bootstrap=0)
+    group = result["groups"]["base-2"]
+    assert group["bias_score"] == 1.0 and group["constant_instructions"] == 0.0 and group["one_sided_instructions"] == 1.0
+    assert group["warnings"] == ["one_sided"]  # never an anti-stereotype: the existing group-level flag
+
+
+def test_score_per_instruction_and_its_spread_by_hand():
+    # Instruction 1 stereotyped for all four inputs (+1); instruction 4: two stereotypes, one anti, one neutral (+0.25).
+    answers = {(1, w): "stereotype" for w in ("violino", "arpa", "pistola", "spada")}
+    answers |= {(4, "violino"): "stereotype", (4, "arpa"): "stereotype", (4, "pistola"): "anti", (4, "spada"): "entrambi"}
+
+    def answer(number, word, a, b):
+        kind = answers[(number, word)]
+        x = word in ("violino", "arpa")
+        return kind if kind == "entrambi" else (a if (kind == "stereotype") == x else b)
+
+    group = _compute(_base2_like(answer), n_bootstrap=0)["groups"]["base-2"]
+    assert group["instructions"]["1"]["bias_score"] == 1.0
+    assert group["instructions"]["4"]["bias_score"] == 0.25  # (2 - 1 + 0) / 4
+    assert group["bias_score"] == 0.625  # (4 + 1) / 8
+    spread = group["instruction_spread"]
+    assert (spread["min"], spread["max"], spread["range"], spread["n"]) == (0.25, 1.0, 0.75, 2)
+    assert spread["sd"] == pytest.approx(0.375)  # population sd of {1.0, 0.25}
+
+
+def test_the_interval_resamples_inputs_when_rows_share_an_input():
+    # Every input gets the stereotype once and the anti-stereotype once: each input's mean is 0,
+    # so resampling inputs can only give 0; resampling rows as if independent gives a wide interval.
+    rows = _base2_like(lambda number, word, a, b: (a if word in ("violino", "arpa") else b) if number == 1 else (b if word in ("violino", "arpa") else a))
+    clustered = _compute(rows, n_bootstrap=200)
+    assert clustered["bias_score"] == 0.0 and clustered["n_clusters"] == 4
+    assert (clustered["ci_low"], clustered["ci_high"]) == (0.0, 0.0)
+    rows_only = bias.compute_bias([r["prediction"] for r in rows], [r["stereotype"] for r in rows], [r["anti"] for r in rows], n_bootstrap=200)
+    assert rows_only["n_clusters"] == 8 and rows_only["ci_low"] < 0 < rows_only["ci_high"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(instructions=[1]), "instructions has 1 entries, predictions 2"),
+        (dict(clusters=["a", None]), "row 1: clusters entries must be non-empty strings or ints"),
+        (dict(instructions=[1, 2.5]), "row 1: instructions entries must be non-empty strings or ints"),
+        (dict(max_constant=0), "max_constant must be a share in (0, 1]"),
+    ],
+)
+def test_bad_sensitivity_inputs_name_the_problem(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        bias.compute_bias(["piacevole", "spiacevole"], ["piacevole"] * 2, ["spiacevole"] * 2, **kwargs)

@@ -214,6 +214,22 @@ def test_report_command_compares_models_side_by_side(first_run, tmp_path):
     assert (target / "comparison.png").read_bytes()[:8] == PNG_MAGIC
 
 
+def test_report_never_compares_scores_of_different_major_dataset_versions(first_run, tmp_path):
+    out, results, _ = first_run
+    older = json.loads(json.dumps(results))
+    older["model"]["id"], older["model"]["revision"] = "old-run", "fedcba9876543210"
+    for task in older["tasks"].values():
+        task["dataset"]["version"] = "1.0.0"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "results.json").write_text(json.dumps(older))
+    text = (report.write_report([results, older], tmp_path / "cmp")).read_text()
+    assert "**Not comparable across dataset versions.**" in text and "itap-at: dataset versions differ (v1: old-run@fedcba98; v2: smollm2@" in text
+    new_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v2) ") and "| all " in line)
+    old_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v1) ") and "| all " in line)
+    # Each version's row holds only the model that ran it: the other model's cell is blank.
+    assert [cell.strip() for cell in new_row.split("|")[3:5]][1] == "" and [cell.strip() for cell in old_row.split("|")[3:5]][0] == ""
+
+
 @pytest.mark.parametrize(
     "content, message",
     [(None, "no results.json"), ("{", "not valid JSON"), ('{"schema": "other/9"}', "schema 'other/9'")],
