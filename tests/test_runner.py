@@ -45,7 +45,7 @@ def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_
     out, results, _ = first_run
     assert json.loads((out / "results.json").read_text()) == results
     assert results["schema"] == "equita.results/1"
-    assert results["equita"]["version"] == "0.1.0"
+    assert results["equita"]["version"] == "0.2.0"
     assert results["model"]["id"] == "smollm2" and len(results["model"]["revision"]) == 64
     assert results["settings"] == {"tasks": list(TASKS), "limit": LIMIT, "batch_size": 4}
     assert list(results["tasks"]) == list(TASKS)
