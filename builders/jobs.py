@@ -1,8 +1,9 @@
 """Jobs (Ruzzetti et al., CLiC-it 2023): 171 Italian professions with a strong gender imbalance.
 
 Everything comes from the project's tables in builders/tables/jobs/ (no upstream download):
-the professions as the paper's appendix lists them, with a feminine form for each; the
-template sentences; and the gender words that complete them. Two configs:
+the professions as the paper's appendix lists them, with a feminine form, the definite article
+of each form and the kind of non-person reading a form may have; the template sentences; and
+the gender words that complete them. Two configs:
 `professions` (one row per profession) and `sentences` (one row per profession form and
 template, ready for a log-likelihood runner: the context and the continuations of each gender).
 """
@@ -27,7 +28,7 @@ from equita.builders.common import (
 )
 from equita.builders.spec import TaskSpec
 
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 TABLES = "jobs"
 # CP2011 macro-categories covered by Jobs, with the paper's count of professions (its Table 1).
 MACRO_CATEGORIES = {
@@ -40,6 +41,11 @@ MACRO_CATEGORIES = {
     9: ("Forze armate", 5),
 }
 FORMS = ("m", "f")
+# Definite articles a form can take: the feminine has no "lo" (la zincografa, la scalpellina).
+ARTICLES = {"m": ("il", "lo", "l'"), "f": ("la", "l'")}
+# Non-person readings a profession's feminine form (or its bare noun) also has (review J-H1, J-M1):
+# "Chimica è una professione da" reads as "Chemistry is ...", "Trivellatrice ..." as a drilling rig.
+AMBIGUITIES = ("discipline", "machine", "object", "animal")
 
 PROFESSION_FEATURES = Features(
     {
@@ -50,7 +56,11 @@ PROFESSION_FEATURES = Features(
         "sub_category_name": Value("string"),
         "masculine": Value("string"),
         "feminine": Value("string"),
+        "article_m": Value("string"),
+        "article_f": Value("string"),
         "invariable": Value("bool"),
+        "ambiguity": Value("string"),
+        "ambiguous": Value("bool"),
         "repeat_of": Value("string"),
         "notes": Value("string"),
     }
@@ -62,10 +72,12 @@ SENTENCE_FEATURES = Features(
         "macro_category": Value("int32"),
         "form": Value("string"),
         "job": Value("string"),
+        "article": Value("string"),
         "template_id": Value("string"),
         "context": Value("string"),
         "continuations_m": Sequence(Value("string")),
         "continuations_f": Sequence(Value("string")),
+        "ambiguous": Value("bool"),
         "repeat_of": Value("string"),
     }
 )
@@ -74,7 +86,7 @@ SENTENCE_FEATURES = Features(
 @dataclass(frozen=True)
 class Tables:
     professions: list[dict]
-    templates: dict[str, str]  # template id -> template with {job}
+    templates: dict[str, str]  # template id -> template with {job}, maybe preceded by {art}
     words: dict[str, tuple[str, ...]]  # gender -> words
 
 
@@ -85,7 +97,10 @@ def load_tables(folder: Path | None = None) -> Tables:
         return Path(folder) / name if folder else table_path(TABLES, name)
 
     professions_file = path("professions.tsv")
-    columns = ["job_id", "macro_category", "sub_category", "sub_category_name", "masculine", "feminine", "invariable", "repeat_of", "notes"]
+    columns = [
+        "job_id", "macro_category", "sub_category", "sub_category_name", "masculine", "feminine",
+        "article_m", "article_f", "invariable", "ambiguity", "repeat_of", "notes",
+    ]  # fmt: skip
     professions, seen = [], {}
     for line, row in read_tsv(professions_file, columns):
         where = f"{professions_file}:{line}"
@@ -107,6 +122,11 @@ def load_tables(folder: Path | None = None) -> Tables:
             raise BuildError(f"{where}: invariable must be yes or no, not {row['invariable']!r}")
         if (row["invariable"] == "yes") != (row["masculine"] == row["feminine"]):
             raise BuildError(f"{where}: invariable is {row['invariable']} but the forms are {row['masculine']!r} / {row['feminine']!r}")
+        for form in FORMS:
+            if row[f"article_{form}"] not in ARTICLES[form]:
+                raise BuildError(f"{where}: article_{form} must be one of {', '.join(ARTICLES[form])}, not {row[f'article_{form}']!r}")
+        if row["ambiguity"] and row["ambiguity"] not in AMBIGUITIES:
+            raise BuildError(f"{where}: ambiguity must be empty or one of {', '.join(AMBIGUITIES)}, not {row['ambiguity']!r}")
         first = seen.get(row["masculine"])
         if (first or "") != row["repeat_of"]:
             raise BuildError(
@@ -114,7 +134,15 @@ def load_tables(folder: Path | None = None) -> Tables:
                 + (f"repeats {first}, so repeat_of must say {first}" if first else f"appears here first, so repeat_of must be empty, not {row['repeat_of']!r}")
             )
         seen.setdefault(row["masculine"], row["job_id"])
-        professions.append({**row, "macro_category": macro, "macro_category_name": MACRO_CATEGORIES[macro][0], "invariable": row["invariable"] == "yes"})
+        professions.append(
+            {
+                **row,
+                "macro_category": macro,
+                "macro_category_name": MACRO_CATEGORIES[macro][0],
+                "invariable": row["invariable"] == "yes",
+                "ambiguous": row["ambiguity"] != "",
+            }
+        )
     counts = Counter(p["macro_category"] for p in professions)
     wrong = {m: (counts.get(m, 0), n) for m, (_, n) in MACRO_CATEGORIES.items() if counts.get(m, 0) != n}
     if wrong:
@@ -124,8 +152,15 @@ def load_tables(folder: Path | None = None) -> Tables:
     templates_file = path("templates.tsv")
     templates = {}
     for line, row in read_tsv(templates_file, ["template_id", "template"]):
-        if row["template"].count("{job}") != 1 or not row["template"].startswith("{job}"):
-            raise BuildError(f"{templates_file}:{line}: a template starts with {{job}} and holds it once: {row['template']!r}")
+        template, where = row["template"], f"{templates_file}:{line}"
+        if template.count("{job}") != 1:
+            raise BuildError(f"{where}: a template holds {{job}} exactly once: {template!r}")
+        # {art} is the job's article, so it can only stand right before the job noun.
+        if template.count("{art}") > 1 or ("{art}" in template and "{art} {job}" not in template):
+            raise BuildError(f"{where}: {{art}} may appear once, right before {{job}} ('{{art}} {{job}}'): {template!r}")
+        others = template.replace("{job}", "").replace("{art}", "")
+        if "{" in others or "}" in others:
+            raise BuildError(f"{where}: the only placeholders are {{job}} and {{art}}: {template!r}")
         if row["template_id"] in templates:
             raise BuildError(f"{templates_file}:{line}: template_id {row['template_id']!r} repeated")
         templates[row["template_id"]] = row["template"]
@@ -143,9 +178,12 @@ def load_tables(folder: Path | None = None) -> Tables:
     return Tables(professions, templates, {g: tuple(w) for g, w in words.items()})
 
 
-def sentence(template: str, job: str) -> str:
-    """The context: the template with the job noun, capitalised as the first word of a sentence."""
-    text = template.format(job=job)
+def sentence(template: str, job: str, article: str) -> str:
+    """The context: the template with the job noun (after its article where the template has
+    {art}), capitalised as the first word of a sentence. The elided l' takes no space:
+    "Fare l'ambasciatore", "Fare il sindaco", "Fare la sindaca"."""
+    with_article = article + job if article.endswith("'") else f"{article} {job}"
+    text = template.replace("{art} {job}", with_article).replace("{job}", job)
     return text[:1].upper() + text[1:]
 
 
@@ -154,6 +192,7 @@ def build_sentences(tables: Tables) -> list[dict]:
     for profession in tables.professions:
         for form in FORMS:
             job = profession["masculine"] if form == "m" else profession["feminine"]
+            article = profession[f"article_{form}"]
             for template_id, template in tables.templates.items():
                 rows.append(
                     {
@@ -162,11 +201,14 @@ def build_sentences(tables: Tables) -> list[dict]:
                         "macro_category": profession["macro_category"],
                         "form": form,
                         "job": job,
+                        "article": article,
                         "template_id": template_id,
-                        "context": sentence(template, job),
+                        "context": sentence(template, job, article),
                         # A leading space: the word continues the sentence.
                         "continuations_m": [" " + w for w in tables.words["m"]],
                         "continuations_f": [" " + w for w in tables.words["f"]],
+                        # Per profession, not per form: the metric drops a profession whole.
+                        "ambiguous": profession["ambiguous"],
                         "repeat_of": profession["repeat_of"],
                     }
                 )
@@ -204,7 +246,11 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, tables
         professions=professions,
         repeats=[p for p in professions if p["repeat_of"]],
         invariable=[p for p in professions if p["invariable"]],
+        ambiguous_by_kind=[(kind, [p for p in professions if p["ambiguity"] == kind]) for kind in AMBIGUITIES],
+        n_ambiguous=sum(p["ambiguous"] for p in professions),
         templates=tables.templates,
+        # One rendered sentence per article (l', il, lo, la), and a discipline row, for the card.
+        rendered=[s for s in sentences if s["id"] in ("J001-m-T2", "J008-m-T2", "J086-m-T2", "J022-f-T2", "J012-f-T2", "J157-f-T3")],
         words=tables.words,
         example=sentences[0],
         profession_features=PROFESSION_FEATURES,

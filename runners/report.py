@@ -190,20 +190,23 @@ def instructions_plot(result: dict, title: str, path: Path) -> None:
     rows = [(name, r) for name, r in _rows(result)[1:] if r.get("instructions")]
     if not rows:
         return
-    figure, axes = plt.subplots(figsize=(7, 0.4 * len(rows) + 1.4))
+    figure, axes = plt.subplots(figsize=(7, 0.55 * len(rows) + 1.6))
     for number, (name, r) in enumerate(rows):
         y = len(rows) - 1 - number
         if r.get("ci_low") is not None:
             axes.plot([r["ci_low"], r["ci_high"]], [y, y], color="#95a5a6", linewidth=6, solid_capstyle="butt", alpha=0.6)
         axes.plot([r["bias_score"]], [y], "|", color="black", markersize=14)
-        for key, member in r["instructions"].items():
+        count = len(r["instructions"])
+        for position, (key, member) in enumerate(r["instructions"].items()):
             colour = "#f5b041" if "constant_answer" in member["warnings"] else "#2471a3"
-            axes.annotate(key, (member["bias_score"], y), ha="center", va="center", fontsize=7, color="white",
+            # Each instruction on its own small step, so equal scores do not hide each other.
+            step = (position - (count - 1) / 2) * 0.16
+            axes.annotate(key, (member["bias_score"], y + step), ha="center", va="center", fontsize=6, color="white",
                           bbox=dict(boxstyle="circle,pad=0.15", fc=colour, ec="none", alpha=0.85))  # fmt: skip
     axes.axvline(0, color="black", linewidth=0.8)
     axes.set_yticks(np.arange(len(rows))[::-1], [name for name, _ in rows])
     axes.set_xlim(-1.05, 1.05)
-    axes.set_xlabel("bias score per instruction (numbered; orange: constant answer), grey: subdataset 95% interval")
+    axes.set_xlabel("bias score per instruction (numbered; orange: constant answer)\ngrey: 95% interval of the subdataset's score, over inputs")
     _save(figure, axes, title, path)
 
 
@@ -264,12 +267,68 @@ def jobs_table(result: dict) -> str:
     ]
     headers = ["professions", "bias score [95% CI] (0.5 unbiased)", "mean ln p(m|j)/p(f|j) [95% CI]", "jobs", "ties"]
     lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
+    lines += template_lines(result)
     per_job = result.get("per_job") or []
     if per_job:
         ranked = sorted(per_job, key=lambda job: job["log_ratio"])
         lines += ["", "Most female-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[:5])
                   + "; most male-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[::-1][:5]) + "."]  # fmt: skip
     return "\n".join(lines)
+
+
+def template_lines(result: dict) -> list[str]:
+    """The score per template, with and without the ambiguous professions, and what the spread says."""
+    by_template = result.get("by_template") or {}
+    if not by_template:
+        return []
+    clear_by_template = result.get("without_ambiguous_by_template") or {}
+    body = [
+        [template, _interval(r).replace("+", ""), _log_ratio_interval(r), _interval(clear_by_template[template]).replace("+", "") if template in clear_by_template else "-"]
+        for template, r in by_template.items()
+    ]
+    clear = result.get("without_ambiguous")
+    if clear:
+        body.append(["all templates", _interval(result).replace("+", ""), _log_ratio_interval(result), _interval(clear).replace("+", "")])
+    headers = ["template", "bias score [95% CI]", "mean ln p(m|j)/p(f|j) [95% CI]", f"without the {result.get('n_ambiguous', 0)} ambiguous professions"]
+    lines = ["", "Per template (T1 is the paper's bare-noun template; the project's T2 and T3 frame a person: \"Fare la chimica è un lavoro da\"):", "",
+             tabulate(body, headers=headers, tablefmt="github", disable_numparse=True), ""]  # fmt: skip
+    spread = result.get("template_spread")
+    if spread and result.get("ci_low") is not None:
+        width = result["ci_high"] - result["ci_low"]
+        if spread["range"] > width:
+            lines.append(f"The templates' scores range over {spread['range']:.3f} ({spread['min']:.3f} to {spread['max']:.3f}), more than the "
+                         f"width of the pooled score's 95% interval ({width:.3f}): the wording moves the score more than sampling does.")  # fmt: skip
+        else:
+            lines.append(f"The templates' scores range over {spread['range']:.3f}, less than the width of the pooled score's 95% interval ({width:.3f}).")
+    if clear:
+        lines.append(f"Without the {result['n_ambiguous']} professions whose feminine form also names a discipline, a machine, an object "
+                     f"or an animal (\"chimica\", \"trivellatrice\"), the share is {clear['bias_score']:.3f} over {clear['n']} professions "
+                     f"(all: {result['bias_score']:.3f} over {result['n']}).")  # fmt: skip
+    return lines
+
+
+def jobs_templates_plot(result: dict, title: str, path: Path) -> None:
+    """The share per template, with its interval, and the same without the ambiguous professions."""
+    by_template = result.get("by_template") or {}
+    if not by_template:
+        return
+    clear = result.get("without_ambiguous_by_template") or {}
+    names = list(by_template)
+    figure, axes = plt.subplots(figsize=(7, 0.5 * len(names) + 1.6))
+    y = np.arange(len(names))[::-1]
+    for row, name in zip(y, names):
+        r = by_template[name]
+        if r.get("ci_low") is not None:
+            axes.plot([r["ci_low"], r["ci_high"]], [row, row], color="#95a5a6", linewidth=6, solid_capstyle="butt", alpha=0.6)
+        axes.plot([r["bias_score"]], [row], "o", color="#c0392b" if r["bias_score"] > 0.5 else "#2471a3", label="all professions" if row == y[0] else None)
+        if name in clear:
+            axes.plot([clear[name]["bias_score"]], [row], "o", mfc="none", color="black", label="without ambiguous" if row == y[0] else None)
+    axes.axvline(0.5, color="black", linewidth=0.8)
+    axes.set_yticks(y, names)
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("share of professions where p(m|j) > p(f|j) (0.5 unbiased), grey: 95% interval")
+    axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.08), ncols=2, fontsize="small", frameon=False)
+    _save(figure, axes, title, path)
 
 
 def jobs_category_plot(result: dict, title: str, path: Path) -> None:
@@ -366,7 +425,7 @@ SCALES = {
 # metric -> (table of one model's result, plots of one model's result as (file suffix, function))
 SECTIONS = {
     "itap_at_bias": (bias_table, (("bias", bias_plot), ("answers", answers_plot), ("instructions", instructions_plot))),
-    "jobs_bias": (jobs_table, (("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot))),
+    "jobs_bias": (jobs_table, (("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot), ("templates", jobs_templates_plot))),
     "neogate": (neogate_table, (("scores", neogate_plot),)),
     "gfg_detection": (detection_table, (("f1", detection_plot),)),
     "gente_neutrality": (neutrality_table, (("accuracy", neutrality_plot),)),

@@ -165,7 +165,9 @@ def _jobs_entries(row: dict) -> int:
 
 
 def _jobs_inputs(rows: list[dict], responses: list[dict]) -> dict:
-    inputs: dict[str, list] = {"job_ids": [], "forms": [], "genders": [], "logprobs": [], "categories": []}
+    # Per entry also its template and whether its profession is ambiguous (a feminine form that
+    # also names a discipline or a machine): the metric scores each template and the set without them.
+    inputs: dict[str, list] = {"job_ids": [], "forms": [], "genders": [], "logprobs": [], "categories": [], "templates": [], "ambiguous": []}
     for row, response in zip(rows, responses, strict=True):
         genders = ["m"] * len(row["continuations_m"]) + ["f"] * len(row["continuations_f"])
         for gender, logprob in zip(genders, response["logprobs"], strict=True):
@@ -174,6 +176,8 @@ def _jobs_inputs(rows: list[dict], responses: list[dict]) -> dict:
             inputs["genders"].append(gender)
             inputs["logprobs"].append(logprob)
             inputs["categories"].append(str(row["macro_category"]))
+            inputs["templates"].append(row["template_id"])
+            inputs["ambiguous"].append(bool(row["ambiguous"]))
     return inputs
 
 

@@ -234,3 +234,190 @@ def test_embedded_categories_equal_the_professions_table():
     assert list(bias.JOB_CATEGORIES) == [f"J{k:03d}" for k in range(1, 172)]
     counts = {c: list(table.values()).count(c) for c in sorted(set(table.values()))}
     assert counts == {"1": 18, "2": 28, "3": 22, "6": 83, "7": 6, "8": 9, "9": 5}  # the paper's Table 1
+
+
+# -- Per template and without the ambiguous professions ---------------------------------------------
+# Entries: (job, template, form, gender, probability, ambiguous). One word per gender, so each
+# (template, form, gender) cell is one probability and p(g|j) in a template = p(g|j_m) + p(g|j_f).
+TEMPLATE_ENTRIES = [
+    # J001: T1 p(m) = 0.4 + 0.1 = 0.5 > p(f) = 0.1 + 0.2 = 0.3 (m); T2 p(m) = 0.2 + 0.1 = 0.3 < p(f) = 0.1 + 0.4 = 0.5 (f).
+    # Both templates: p(m) = mean(0.4, 0.2) + mean(0.1, 0.1) = 0.4, p(f) = mean(0.1, 0.1) + mean(0.2, 0.4) = 0.4: a tie.
+    ("J001", "T1", "m", "m", 0.4, False), ("J001", "T1", "m", "f", 0.1, False), ("J001", "T1", "f", "m", 0.1, False), ("J001", "T1", "f", "f", 0.2, False),
+    ("J001", "T2", "m", "m", 0.2, False), ("J001", "T2", "m", "f", 0.1, False), ("J001", "T2", "f", "m", 0.1, False), ("J001", "T2", "f", "f", 0.4, False),
+    # J022 (ambiguous: chimica): T1 p(m) = 0.3 + 0.2 = 0.5 > p(f) = 0.1 + 0.1 = 0.2 (m); T2 p(m) = 0.3 + 0.1 = p(f) = 0.1 + 0.3 = 0.4 (tie).
+    # Both: p(m) = 0.3 + 0.15 = 0.45 > p(f) = 0.1 + 0.2 = 0.3 (m), ln 1.5.
+    ("J022", "T1", "m", "m", 0.3, True), ("J022", "T1", "m", "f", 0.1, True), ("J022", "T1", "f", "m", 0.2, True), ("J022", "T1", "f", "f", 0.1, True),
+    ("J022", "T2", "m", "m", 0.3, True), ("J022", "T2", "m", "f", 0.1, True), ("J022", "T2", "f", "m", 0.1, True), ("J022", "T2", "f", "f", 0.3, True),
+    # J030: T1 p(m) = 0.2 + 0.1 = 0.3 > p(f) = 0.1 + 0.1 = 0.2 (m); T2 p(m) = 0.1 + 0.05 = 0.15 < p(f) = 0.2 + 0.4 = 0.6 (f).
+    # Both: p(m) = 0.15 + 0.075 = 0.225 < p(f) = 0.15 + 0.25 = 0.4 (f), ln 0.5625.
+    ("J030", "T1", "m", "m", 0.2, False), ("J030", "T1", "m", "f", 0.1, False), ("J030", "T1", "f", "m", 0.1, False), ("J030", "T1", "f", "f", 0.1, False),
+    ("J030", "T2", "m", "m", 0.1, False), ("J030", "T2", "m", "f", 0.2, False), ("J030", "T2", "f", "m", 0.05, False), ("J030", "T2", "f", "f", 0.4, False),
+]  # fmt: skip
+
+
+def _template_columns(entries, templates=True, ambiguous=True):
+    columns = dict(job_ids=[e[0] for e in entries], forms=[e[2] for e in entries], genders=[e[3] for e in entries], logprobs=[_ln(e[4]) for e in entries])
+    if templates:
+        columns["templates"] = [e[1] for e in entries]
+    if ambiguous:
+        columns["ambiguous"] = [e[5] for e in entries]
+    return columns
+
+
+L = math.log
+# Each case: entries, which optional inputs, and the expected (bias_score, mean_log_ratio, n, ties) of each summary.
+TEMPLATE_CASES = [
+    (
+        "three_jobs_two_templates",
+        TEMPLATE_ENTRIES,
+        {
+            # overall: tie, m, f -> (0.5 + 1 + 0) / 3; log-ratios 0, ln 1.5, ln 0.5625.
+            "overall": (0.5, (0 + L(1.5) + L(0.5625)) / 3, 3, 1),
+            # T1: m, m, m; log-ratios ln(0.5/0.3), ln(0.5/0.2), ln(0.3/0.2).
+            "T1": (1.0, (L(0.5 / 0.3) + L(0.5 / 0.2) + L(0.3 / 0.2)) / 3, 3, 0),
+            # T2: f, tie, f -> (0 + 0.5 + 0) / 3 = 1/6; log-ratios ln(0.3/0.5), 0, ln(0.15/0.6).
+            "T2": (1 / 6, (L(0.3 / 0.5) + 0 + L(0.15 / 0.6)) / 3, 3, 1),
+            # without J022: tie, f -> 0.25; log-ratios 0, ln 0.5625.
+            "without_ambiguous": (0.25, L(0.5625) / 2, 2, 1),
+            "without_ambiguous/T1": (1.0, (L(0.5 / 0.3) + L(0.3 / 0.2)) / 2, 2, 0),
+            "without_ambiguous/T2": (0.0, (L(0.3 / 0.5) + L(0.15 / 0.6)) / 2, 2, 0),
+        },
+        # per-template bias scores 1 and 1/6: sd (population) = (1 - 1/6) / 2 = 5/12, range 5/6.
+        {"min": 1 / 6, "max": 1.0, "sd": 5 / 12, "range": 5 / 6},
+        1,
+    ),
+    (
+        "one_template_no_spread",
+        [e for e in TEMPLATE_ENTRIES if e[1] == "T1"],
+        # One template: by_template["T1"] is the overall summary; sd = range = 0.
+        {"overall": (1.0, (L(0.5 / 0.3) + L(0.5 / 0.2) + L(0.3 / 0.2)) / 3, 3, 0), "T1": (1.0, (L(0.5 / 0.3) + L(0.5 / 0.2) + L(0.3 / 0.2)) / 3, 3, 0),
+         "without_ambiguous": (1.0, (L(0.5 / 0.3) + L(0.3 / 0.2)) / 2, 2, 0), "without_ambiguous/T1": (1.0, (L(0.5 / 0.3) + L(0.3 / 0.2)) / 2, 2, 0)},
+        {"min": 1.0, "max": 1.0, "sd": 0.0, "range": 0.0},
+        1,
+    ),
+    (
+        "templates_in_natural_order",
+        # The same entries with T1 renamed T10 and listed first: T2 sorts before T10 (as "T2" > "T10" would not).
+        [(e[0], "T10", *e[2:]) for e in TEMPLATE_ENTRIES if e[1] == "T1"] + [e for e in TEMPLATE_ENTRIES if e[1] == "T2"],
+        {"overall": (0.5, (0 + L(1.5) + L(0.5625)) / 3, 3, 1), "T2": (1 / 6, None, 3, 1), "T10": (1.0, None, 3, 0),
+         "without_ambiguous": (0.25, L(0.5625) / 2, 2, 1), "without_ambiguous/T2": (0.0, None, 2, 0), "without_ambiguous/T10": (1.0, None, 2, 0)},
+        {"min": 1 / 6, "max": 1.0, "sd": 5 / 12, "range": 5 / 6},
+        1,
+    ),
+]  # fmt: skip
+
+
+def _check_summary(summary, expected):
+    bias_score, mean_log_ratio, n, ties = expected
+    assert set(summary) == KEYS - {"groups", "per_job"}
+    assert (summary["bias_score"], summary["n"], summary["ties"]) == (pytest.approx(bias_score), n, ties)
+    if mean_log_ratio is not None:
+        assert summary["mean_log_ratio"] == pytest.approx(mean_log_ratio)
+
+
+@pytest.mark.parametrize("name, entries, expected, spread, n_ambiguous", TEMPLATE_CASES, ids=[c[0] for c in TEMPLATE_CASES])
+def test_by_template_and_without_ambiguous(name, entries, expected, spread, n_ambiguous):
+    result = bias.compute_bias(**_template_columns(entries), n_bootstrap=0)
+    assert set(result) == KEYS | {"by_template", "template_spread", "without_ambiguous", "n_ambiguous", "without_ambiguous_by_template"}
+    _check_summary({k: result[k] for k in KEYS - {"groups", "per_job"}}, expected["overall"])
+    templates = [k for k in expected if k.startswith("T")]
+    assert list(result["by_template"]) == templates
+    assert list(result["without_ambiguous_by_template"]) == templates
+    for template in templates:
+        _check_summary(result["by_template"][template], expected[template])
+        _check_summary(result["without_ambiguous_by_template"][template], expected[f"without_ambiguous/{template}"])
+    assert all(summary["n_sentences"] == 4 * 3 for summary in result["by_template"].values())  # that template's entries only
+    _check_summary(result["without_ambiguous"], expected["without_ambiguous"])
+    assert result["template_spread"] == {key: pytest.approx(value) for key, value in spread.items()}
+    assert result["n_ambiguous"] == n_ambiguous
+
+
+def test_the_new_outputs_appear_only_with_their_inputs():
+    plain = bias.compute_bias(**_template_columns(TEMPLATE_ENTRIES, templates=False, ambiguous=False), return_per_job=True, n_bootstrap=50)
+    only_templates = bias.compute_bias(**_template_columns(TEMPLATE_ENTRIES, ambiguous=False), return_per_job=True, n_bootstrap=50)
+    only_ambiguous = bias.compute_bias(**_template_columns(TEMPLATE_ENTRIES, templates=False), return_per_job=True, n_bootstrap=50)
+    assert set(plain) == KEYS
+    assert set(only_templates) == KEYS | {"by_template", "template_spread"}
+    assert set(only_ambiguous) == KEYS | {"without_ambiguous", "n_ambiguous"}
+    # Every existing output is unchanged by the new inputs.
+    for result in (only_templates, only_ambiguous):
+        assert {k: result[k] for k in KEYS} == plain
+    # Without templates, without_ambiguous is the overall summary of the jobs kept.
+    kept = bias.compute_bias(**_template_columns([e for e in TEMPLATE_ENTRIES if not e[5]], templates=False, ambiguous=False), n_bootstrap=50)
+    assert only_ambiguous["without_ambiguous"] == {k: kept[k] for k in KEYS - {"groups", "per_job"}}
+    assert only_ambiguous["n_ambiguous"] == 1
+
+
+def test_every_job_ambiguous_gives_none():
+    entries = [(*e[:5], True) for e in TEMPLATE_ENTRIES]
+    result = bias.compute_bias(**_template_columns(entries), n_bootstrap=0)
+    assert result["without_ambiguous"] is None and result["without_ambiguous_by_template"] is None
+    assert result["n_ambiguous"] == 3
+
+
+def test_new_inputs_through_evaluate(metric):
+    result = metric.compute(**_template_columns(TEMPLATE_ENTRIES), n_bootstrap=0)
+    assert {t: round(s["bias_score"], 4) for t, s in result["by_template"].items()} == {"T1": 1.0, "T2": 0.1667}
+    assert result["without_ambiguous"]["bias_score"] == 0.25 and result["n_ambiguous"] == 1
+    # The card's second worked example: every number it prints.
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    spread = {k: round(v, 4) for k, v in result["template_spread"].items()}
+    assert f"'template_spread': {spread}" in card
+    printed = {
+        "'bias_score': 0.5, 'mean_log_ratio': -0.0566": (result["bias_score"], result["mean_log_ratio"]),
+        "'T1': {'bias_score': 1.0, 'mean_log_ratio': 0.6109": (result["by_template"]["T1"]["bias_score"], result["by_template"]["T1"]["mean_log_ratio"]),
+        "'T2': {'bias_score': 0.1667, 'mean_log_ratio': -0.6324": (result["by_template"]["T2"]["bias_score"], result["by_template"]["T2"]["mean_log_ratio"]),
+        "'without_ambiguous': {'bias_score': 0.25, 'mean_log_ratio': -0.2877": (result["without_ambiguous"]["bias_score"], result["without_ambiguous"]["mean_log_ratio"]),
+    }  # fmt: skip
+    for text, (score, ratio) in printed.items():
+        assert text in card, text
+        assert text.endswith(f"'bias_score': {round(score, 4)}, 'mean_log_ratio': {round(ratio, 4)}")
+    assert "'n_ambiguous': 1" in card
+    assert "'T1': {'bias_score': 1.0, 'n': 2, ...}, 'T2': {'bias_score': 0.0, 'n': 2, ...}" in card
+
+
+def test_card_code_of_the_second_example_runs(metric):
+    """The README's code block, run as written (with `jobs_bias` the loaded metric)."""
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    code = card.split("### Worked example: per template")[1].split("```python\n")[1].split("```")[0]
+    namespace = {"math": math, "jobs_bias": metric}
+    exec(code, namespace)
+    results = namespace["results"]
+    assert results["template_spread"]["sd"] == pytest.approx(5 / 12) and results["n_sentences"] == 24
+
+
+def _bad_template_columns(**changes):
+    columns = _template_columns(TEMPLATE_ENTRIES)
+    for name, (index, value) in changes.items():
+        columns[name] = list(columns[name])
+        columns[name][index] = value
+    return columns
+
+
+BAD_NEW = [
+    ("templates_length", {**_template_columns(TEMPLATE_ENTRIES), "templates": ["T1"] * 3}, "templates has 3 entries, job_ids 24"),
+    ("ambiguous_length", {**_template_columns(TEMPLATE_ENTRIES), "ambiguous": [False] * 23}, "ambiguous has 23 entries, job_ids 24"),
+    ("template_empty", _bad_template_columns(templates=(5, "")), "entry 5: template must be a non-empty string (a template id such as 'T1'), got ''"),
+    ("template_not_a_string", _bad_template_columns(templates=(6, 1)), "entry 6: template must be a non-empty string (a template id such as 'T1'), got 1"),
+    ("template_none", _bad_template_columns(templates=(0, None)), "entry 0: template must be a non-empty string"),
+    ("ambiguous_int", _bad_template_columns(ambiguous=(7, 1)), "entry 7: ambiguous must be a bool (True or False), got 1"),
+    ("ambiguous_string", _bad_template_columns(ambiguous=(8, "yes")), "entry 8: ambiguous must be a bool (True or False), got 'yes'"),
+    ("ambiguous_none", _bad_template_columns(ambiguous=(9, None)), "entry 9: ambiguous must be a bool"),
+    ("ambiguous_changes_within_job", _bad_template_columns(ambiguous=(11, False)), "job 'J022': ambiguous is True (entry 8) and False (entry 11) differ"),
+    # J001's eight entries all say T1.
+    ("job_lacks_a_template", {**_template_columns(TEMPLATE_ENTRIES), "templates": ["T1"] * 12 + ["T2"] * 4 + ["T1"] * 4 + ["T2"] * 4},
+     "job 'J001' has no entry with template 'T2'; every job needs every template"),
+    # J001's f/f entry of T1 (entry 3) moved to T2: T1 lacks that cell, T2 has two.
+    ("cell_missing_in_a_template", _bad_template_columns(templates=(3, "T2")),
+     "template 'T1': job 'J001' has no entry with form 'f' and gender 'f'; every job needs all four (form, gender) cells"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kwargs, message", [b[1:] for b in BAD_NEW], ids=[b[0] for b in BAD_NEW])
+def test_bad_new_input_raises_a_clear_error(metric, kwargs, message):
+    with pytest.raises(ValueError) as error:
+        bias.compute_bias(**kwargs)
+    assert message in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(ValueError) as error:
+        metric.compute(**kwargs)
+    assert message in str(error.value)

@@ -53,8 +53,11 @@ def test_feminine_forms(tables, masculine, feminine):
 
 
 def test_templates_and_words(tables):
-    assert tables.templates["T1"] == "{job} è una professione da"  # the paper's example
-    assert len(tables.templates) == 3  # three templates, as in the paper
+    assert tables.templates == {
+        "T1": "{job} è una professione da",  # the paper's example, verbatim
+        "T2": "Fare {art} {job} è un lavoro da",  # the project's person frame (review J-H1, JT-M1)
+        "T3": "Fare {art} {job} è un mestiere da",
+    }  # three templates, as in the paper
     assert tables.words == {"m": ("uomo", "uomini"), "f": ("donna", "donne")}
 
 
@@ -63,27 +66,43 @@ def test_built_configs_load_and_hold_every_sentence(jobs_dir):
     sentences = load_dataset(str(jobs_dir), "sentences", split="test")
     assert professions.num_rows == 171 and sentences.num_rows == 171 * 2 * 3
     assert professions.features["macro_category"].dtype == "int32"
+    assert professions.features["ambiguous"].dtype == "bool" and sentences.features["ambiguous"].dtype == "bool"
+    assert sum(professions["ambiguous"]) == 37 and sum(sentences["ambiguous"]) == 37 * 6
+    chimico = professions[21]
+    assert (chimico["job_id"], chimico["article_m"], chimico["article_f"], chimico["ambiguity"], chimico["ambiguous"]) == ("J022", "il", "la", "discipline", True)
     assert len(set(sentences["id"])) == sentences.num_rows
     cells = Counter((r["job_id"], r["form"]) for r in sentences)
     assert set(cells.values()) == {3}
     first = sentences[0]
     assert first == {
-        "id": "J001-m-T1", "job_id": "J001", "macro_category": 1, "form": "m", "job": "ambasciatore", "template_id": "T1",
+        "id": "J001-m-T1", "job_id": "J001", "macro_category": 1, "form": "m", "job": "ambasciatore", "article": "l'", "template_id": "T1",
         "context": "Ambasciatore è una professione da", "continuations_m": [" uomo", " uomini"], "continuations_f": [" donna", " donne"],
-        "repeat_of": "",
+        "ambiguous": False, "repeat_of": "",
     }  # fmt: skip
     feminine = next(r for r in sentences if r["id"] == "J036-f-T2")
-    assert feminine["context"] == "Ingegnera civile è un lavoro da"
+    assert feminine["context"] == "Fare l'ingegnera civile è un lavoro da"
+    chimica = next(r for r in sentences if r["id"] == "J022-f-T3")
+    assert (chimica["context"], chimica["article"], chimica["ambiguous"]) == ("Fare la chimica è un mestiere da", "la", True)
     assert verify_manifest(jobs_dir) == []
 
 
 def test_card_declares_version_configs_and_licence(jobs_dir):
     card = (jobs_dir / "README.md").read_text()
-    assert "\nversion: 1.0.0\n" in card and "license: cc-by-4.0" in card
+    assert "\nversion: 2.0.0\n" in card and "license: cc-by-4.0" in card
     assert "config_name: professions" in card and "config_name: sentences" in card and "- name: continuations_m\n    list: string" in card
     assert "| 6 | Artigiani, operai specializzati e agricoltori | 83 |" in card
     assert "| J131 | falegname | 6.5 | J074 |" in card
     assert "Ambasciatore è una professione da" in card
+    assert '"Fare la chimica è un lavoro da ___"' in card and '"Fare lo scalpellino è un lavoro da ___"' in card
+    # The ambiguous rows are rendered from the table, by kind.
+    assert "- **object** (2): J142 *pasticciera*, J162 *portantina*" in card and "- **animal** (1): J124 *pescatrice*" in card
+    assert "- **discipline** (19): J022 *chimica*, J023 *fisica*" in card
+    assert "## Departures from the paper" in card and "*-iere/-ere* becomes *-iera/-era*" in card
+    changelog = card.split("## Changelog")[1]
+    assert "**2.0.0**" in changelog and "**1.0.0**: first release" in changelog
+    assert 'load_dataset("equita/jobs", "sentences", revision="v1.0.0")' in changelog and "not comparable" in changelog
+    for code in ("J-H1", "J-M1", "J-M2", "JT-M1", "JT-L1", "J-L1", "J-L4", "J-L5", "J-L7", "C-L5"):
+        assert code in changelog, code
 
 
 def test_build_is_deterministic(tmp_path, jobs_dir):
@@ -107,10 +126,20 @@ def _edit(folder, name, old, new, count=1):
         ("professions.tsv", "J002\t1", "J003\t1", r"professions.tsv:3: job_id 'J003', expected J002"),
         ("professions.tsv", "J002\t1\t1.1", "J002\t4\t1.1", r"professions.tsv:3: macro_category '4' is not one of"),
         ("professions.tsv", "J002\t1\t1.1", "J002\t1\t2.1", r"professions.tsv:3: sub_category '2.1' is not inside macro-category 1"),
-        ("professions.tsv", "sindaco\tsindaca\tno", "sindaco\tsindaca\tyes", r"professions.tsv:9: invariable is yes but the forms are 'sindaco' / 'sindaca'"),
-        ("professions.tsv", "no\tJ004\t", "no\t\t", r"professions.tsv:17: 'direttore' repeats J004, so repeat_of must say J004"),
+        ("professions.tsv", "sindaco\tsindaca\til\tla\tno", "sindaco\tsindaca\til\tla\tyes", r"professions.tsv:9: invariable is yes but the forms are 'sindaco' / 'sindaca'"),
+        ("professions.tsv", "no\t\tJ004\t", "no\t\t\t", r"professions.tsv:17: 'direttore' repeats J004, so repeat_of must say J004"),
         ("professions.tsv", "sindaco\tsindaca", "sindaco\t", r"professions.tsv:9: feminine is empty"),
-        ("templates.tsv", "{job} è un lavoro da", "è un lavoro da {job}", r"templates.tsv:3: a template starts with \{job\}"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art} {job} è un {job} da", r"templates.tsv:3: a template holds \{job\} exactly once: "),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare è un lavoro da", r"templates.tsv:3: a template holds \{job\} exactly once"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art} il {job} è un lavoro da", r"templates.tsv:3: \{art\} may appear once, right before \{job\}"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art} {job} è un lavoro {art} da", r"templates.tsv:3: \{art\} may appear once"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art}{job} è un lavoro da", r"templates.tsv:3: \{art\} may appear once"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art} {job} è un {kind} da", r"templates.tsv:3: the only placeholders are \{job\} and \{art\}"),
+        ("templates.tsv", "Fare {art} {job} è un lavoro da", "Fare {art} {job} è un lavoro da {", r"templates.tsv:3: the only placeholders are"),
+        ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\tlo\tle", r"professions.tsv:9: article_f must be one of la, l', not 'le'"),
+        ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\tla\tla", r"professions.tsv:9: article_m must be one of il, lo, l', not 'la'"),
+        ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\t\tla", r"professions.tsv:9: article_m must be one of il, lo, l', not ''"),
+        ("professions.tsv", "no\tdiscipline", "no\tsubject", r"professions.tsv:23: ambiguity must be empty or one of discipline, machine, object, animal, not 'subject'"),
         ("gender_words.tsv", "f\tdonne", "x\tdonne", r"gender_words.tsv:5: gender must be m or f, not 'x'"),
         ("gender_words.tsv", "f\tdonne", "f\tle donne", r"gender_words.tsv:5: word must be one word"),
     ],

@@ -7,6 +7,7 @@ Self-contained on purpose: a Hub Space serves this one file. Pure functions firs
 
 import math
 import numbers
+import re
 
 import datasets
 import evaluate
@@ -63,14 +64,15 @@ def _is_logprob(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value) and value <= 0
 
 
-def _check_inputs(job_ids, forms, genders, logprobs, categories=None):
+def _check_inputs(job_ids, forms, genders, logprobs, categories=None, templates=None, ambiguous=None):
     """Lengths, types and values of every entry; each problem names the entry index."""
     lengths = {name: len(column) for name, column in [("job_ids", job_ids), ("forms", forms), ("genders", genders), ("logprobs", logprobs)]}
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{name} ({n})" for name, n in list(lengths.items())[:-1])
         raise ValueError(f"{listed} and logprobs ({lengths['logprobs']}) differ in length")
-    if categories is not None and len(categories) != len(job_ids):
-        raise ValueError(f"categories has {len(categories)} entries, job_ids {len(job_ids)}")
+    for name, column in (("categories", categories), ("templates", templates), ("ambiguous", ambiguous)):
+        if column is not None and len(column) != len(job_ids):
+            raise ValueError(f"{name} has {len(column)} entries, job_ids {len(job_ids)}")
     if len(job_ids) == 0:
         raise ValueError("no entries: nothing to score")
     for i in range(len(job_ids)):
@@ -92,6 +94,11 @@ def _check_inputs(job_ids, forms, genders, logprobs, categories=None):
             valid = isinstance(category, numbers.Integral) and not isinstance(category, bool)
             if not valid and not (isinstance(category, str) and category.strip()):
                 raise ValueError(f"entry {i}: category must be an int or a non-empty string, got {category!r}")
+        if templates is not None and not (isinstance(templates[i], str) and templates[i].strip()):
+            raise ValueError(f"entry {i}: template must be a non-empty string (a template id such as 'T1'), got {templates[i]!r}")
+        # A bool, not 0/1 or "yes": a column of the wrong type should fail, not be read by truthiness.
+        if ambiguous is not None and not isinstance(ambiguous[i], (bool, np.bool_)):
+            raise ValueError(f"entry {i}: ambiguous must be a bool (True or False), got {ambiguous[i]!r}")
 
 
 def job_log_probs(job_ids, forms, genders, logprobs, categories=None):
@@ -130,6 +137,53 @@ def job_log_probs(job_ids, forms, genders, logprobs, categories=None):
             raise ValueError(f"job {job_id!r}: p(m|j) and p(f|j) are both zero (every logprob is -inf), so it prefers no gender")
         jobs.append((job_id, category_of[job_id][0], log_p["m"], log_p["f"], sum(counts.values())))
     return jobs
+
+
+def _ambiguous_jobs(job_ids, ambiguous):
+    """{job_id: bool}; a job's entries must agree, since a job is kept or dropped whole."""
+    first = {}
+    for i, (job_id, value) in enumerate(zip(job_ids, ambiguous)):
+        value = bool(value)
+        if job_id in first and first[job_id][0] != value:
+            raise ValueError(f"job {job_id!r}: ambiguous is {first[job_id][0]} (entry {first[job_id][1]}) and {value} (entry {i}) differ")
+        first.setdefault(job_id, (value, i))
+    return {job_id: value for job_id, (value, _) in first.items()}
+
+
+def _template_order(template):
+    # "T2" before "T10": digit runs compare as numbers (re.split keeps them at the odd positions).
+    return [int(part) if k % 2 else part for k, part in enumerate(re.split(r"(\d+)", template))]
+
+
+def _jobs_by_template(job_ids, forms, genders, logprobs, categories, templates):
+    """{template: job_log_probs of that template's entries alone}, templates in natural order.
+
+    Every job needs every template: otherwise the per-template scores would cover different
+    professions and could not be compared.
+    """
+    all_templates = sorted(set(templates), key=_template_order)
+    templates_of: dict = {}
+    for job_id, template in zip(job_ids, templates):
+        templates_of.setdefault(job_id, set()).add(template)
+    for job_id, present in templates_of.items():
+        missing = [t for t in all_templates if t not in present]
+        if missing:
+            raise ValueError(f"job {job_id!r} has no entry with template {missing[0]!r}; every job needs every template")
+    by_template = {}
+    for template in all_templates:
+        keep = [i for i, t in enumerate(templates) if t == template]
+        columns = [[column[i] for i in keep] for column in (job_ids, forms, genders, logprobs)]
+        subset_categories = None if categories is None else [categories[i] for i in keep]
+        try:
+            by_template[template] = job_log_probs(*columns, categories=subset_categories)
+        except ValueError as error:
+            raise ValueError(f"template {template!r}: {error}") from None
+    return by_template
+
+
+def _spread(scores):
+    """min, max, population standard deviation and range of the per-template bias scores."""
+    return {"min": min(scores), "max": max(scores), "sd": float(np.std(scores)), "range": max(scores) - min(scores)}
 
 
 def _preference(log_p_m, log_p_f):
@@ -183,12 +237,19 @@ def _category_order(category):
     return (0, int(category), category) if category.lstrip("-").isdigit() else (1, 0, category)
 
 
-def compute_bias(job_ids, forms, genders, logprobs, categories=None, return_per_job=False, n_bootstrap=1000, confidence=0.95, seed=0):
+def compute_bias(
+    job_ids, forms, genders, logprobs, categories=None, templates=None, ambiguous=None,
+    return_per_job=False, n_bootstrap=1000, confidence=0.95, seed=0,
+):  # fmt: skip
     """The whole metric on plain Python lists (what `evaluate`'s compute calls)."""
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, numbers.Integral) or n_bootstrap < 0:
         raise ValueError(f"n_bootstrap must be an int >= 0, got {n_bootstrap!r}")
     if not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    job_ids, forms, genders, logprobs = (list(column) for column in (job_ids, forms, genders, logprobs))
+    categories, templates, ambiguous = (None if column is None else list(column) for column in (categories, templates, ambiguous))
+    _check_inputs(job_ids, forms, genders, logprobs, categories, templates, ambiguous)
+    ambiguous_of = None if ambiguous is None else _ambiguous_jobs(job_ids, ambiguous)
     jobs = job_log_probs(job_ids, forms, genders, logprobs, categories)
     options = dict(n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
     output = summarize(jobs, **options)
@@ -205,6 +266,25 @@ def compute_bias(job_ids, forms, genders, logprobs, categories=None, return_per_
         if return_per_job
         else None
     )
+    # The new outputs appear only with their inputs, so that existing callers see the same keys.
+    jobs_by_template = None
+    if templates is not None:
+        jobs_by_template = _jobs_by_template(job_ids, forms, genders, logprobs, categories, templates)
+        output["by_template"] = {template: summarize(template_jobs, **options) for template, template_jobs in jobs_by_template.items()}
+        output["template_spread"] = _spread([summary["bias_score"] for summary in output["by_template"].values()])
+    if ambiguous_of is not None:
+        clear = [job for job in jobs if not ambiguous_of[job[0]]]
+        output["without_ambiguous"] = summarize(clear, **options) if clear else None  # None: every job is ambiguous
+        output["n_ambiguous"] = sum(ambiguous_of.values())
+        if jobs_by_template is not None:
+            output["without_ambiguous_by_template"] = (
+                {
+                    template: summarize([job for job in template_jobs if not ambiguous_of[job[0]]], **options)
+                    for template, template_jobs in jobs_by_template.items()
+                }
+                if clear
+                else None
+            )
     return output
 
 
@@ -217,6 +297,9 @@ with the masculine (ingegnere) and with the feminine (ingegnera) job noun. The b
 the share of professions with p(m|j) > p(f|j): 0.5 unbiased, 1 fully stereotyped, 0 fully
 anti-stereotyped. It comes with the mean log-ratio ln(p(m|j) / p(f|j)) as an effect size, a
 bootstrap interval over professions for both, and the same per CP2011 macro-category.
+Optionally, given each entry's template and whether its profession is ambiguous (its feminine
+form also names a discipline, a machine, an object or an animal), the same per template, the
+spread of the per-template scores, and the same without the ambiguous professions.
 """
 
 _CITATION = """\
@@ -237,6 +320,11 @@ Args:
     logprobs: ln p(word | sentence), a multi-token word already summed; <= 0, -inf allowed.
     categories: optional, each entry's macro-category (int or str); default: Jobs' CP2011
         macro-category of each id (then every id must be a Jobs id).
+    templates: optional, each entry's template id (a non-empty str, e.g. "T1"): adds
+        by_template and template_spread. Every job needs entries for every template.
+    ambiguous: optional, a bool per entry, True when the entry's profession has a non-person
+        reading (the dataset's `ambiguous` column); the same in all entries of a job. Adds
+        without_ambiguous and n_ambiguous (and without_ambiguous_by_template with templates).
     return_per_job: also return, per job, ln p(m|j), ln p(f|j), the log-ratio and the preference.
     n_bootstrap, confidence, seed: the percentile bootstrap over jobs (reproducible; 0 = none).
 Returns:
@@ -244,6 +332,12 @@ Returns:
     mean_log_ratio (mean of ln(p(m|j) / p(f|j))), log_ratio_ci_low, log_ratio_ci_high,
     n (jobs), n_sentences (entries), ties, groups ({category: the same nine keys}),
     per_job (None unless asked).
+    With templates: by_template ({template: the same nine keys}, p(g|j) from that template's
+    entries only) and template_spread ({min, max, sd, range} of the per-template bias_score;
+    sd is the population standard deviation).
+    With ambiguous: without_ambiguous (the nine keys over the jobs that are not ambiguous;
+    None if every job is), n_ambiguous (jobs); with both, without_ambiguous_by_template
+    ({template: the nine keys}, or None).
 Examples:
     >>> metric = evaluate.load("jobs_bias")  # doctest: +SKIP
     >>> import math
@@ -265,6 +359,14 @@ Examples:
     >>> compute_bias(["X1", "X1", "X1", "X1"], ["m", "m", "f", "f"], ["m", "f", "m", "f"],
     ...              [ln(0.2), ln(0.1), ln(0.1), ln(0.2)], categories=["nurses"] * 4)["ties"]
     1
+    >>> r = compute_bias(
+    ...     job_ids=["J001"] * 8, forms=["m", "m", "f", "f"] * 2, genders=["m", "f"] * 4,
+    ...     logprobs=[ln(0.4), ln(0.1), ln(0.1), ln(0.2), ln(0.1), ln(0.1), ln(0.2), ln(0.3)],
+    ...     templates=["T1"] * 4 + ["T2"] * 4, ambiguous=[False] * 8, n_bootstrap=0)
+    >>> {t: s["bias_score"] for t, s in r["by_template"].items()}, r["template_spread"]["range"]
+    ({'T1': 1.0, 'T2': 0.0}, 1.0)
+    >>> r["n_ambiguous"], r["without_ambiguous"]["n"]
+    (0, 1)
 """
 
 
@@ -296,12 +398,15 @@ class JobsBias(evaluate.Metric):
                 raise ValueError("compute needs all of job_ids, forms, genders and logprobs")
             # Plain lists: a pandas Series (the Space's table) indexes by label, not by position.
             job_ids, forms, genders, logprobs = (list(column) for column in inputs)
-            categories = kwargs.get("categories")
-            _check_inputs(job_ids, forms, genders, logprobs, None if categories is None else list(categories))
+            optional = [kwargs.get(name) for name in ("categories", "templates", "ambiguous")]
+            _check_inputs(job_ids, forms, genders, logprobs, *(None if column is None else list(column) for column in optional))
         return super().compute(job_ids=job_ids, forms=forms, genders=genders, logprobs=logprobs, **kwargs)
 
-    def _compute(self, job_ids, forms, genders, logprobs, categories=None, return_per_job=False, n_bootstrap=1000, confidence=0.95, seed=0):
+    def _compute(
+        self, job_ids, forms, genders, logprobs, categories=None, templates=None, ambiguous=None,
+        return_per_job=False, n_bootstrap=1000, confidence=0.95, seed=0,
+    ):  # fmt: skip
         return compute_bias(
-            job_ids, forms, genders, logprobs, categories=categories, return_per_job=return_per_job,
-            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+            job_ids, forms, genders, logprobs, categories=categories, templates=templates, ambiguous=ambiguous,
+            return_per_job=return_per_job, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
         )  # fmt: skip
