@@ -300,6 +300,10 @@ def template_lines(result: dict) -> list[str]:
                          f"width of the pooled score's 95% interval ({width:.3f}): the wording moves the score more than sampling does.")  # fmt: skip
         else:
             lines.append(f"The templates' scores range over {spread['range']:.3f}, less than the width of the pooled score's 95% interval ({width:.3f}).")
+        if spread.get("p_value") is not None:
+            differ = "more" if spread["p_value"] < 0.05 else "no more"
+            lines[-1] += (f" The templates differ {differ} than sampling explains (permutation test within professions, "
+                          f"p = {spread['p_value']:.3f}).")  # fmt: skip
     if clear:
         lines.append(f"Without the {result['n_ambiguous']} professions whose feminine form also names a discipline, a machine, an object "
                      f"or an animal (\"chimica\", \"trivellatrice\"), the share is {clear['bias_score']:.3f} over {clear['n']} professions "

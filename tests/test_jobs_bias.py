@@ -328,7 +328,7 @@ def test_by_template_and_without_ambiguous(name, entries, expected, spread, n_am
         _check_summary(result["without_ambiguous_by_template"][template], expected[f"without_ambiguous/{template}"])
     assert all(summary["n_sentences"] == 4 * 3 for summary in result["by_template"].values())  # that template's entries only
     _check_summary(result["without_ambiguous"], expected["without_ambiguous"])
-    assert result["template_spread"] == {key: pytest.approx(value) for key, value in spread.items()}
+    assert result["template_spread"] == {**{key: pytest.approx(value) for key, value in spread.items()}, "p_value": None}  # no permutations
     assert result["n_ambiguous"] == n_ambiguous
 
 
@@ -361,7 +361,7 @@ def test_new_inputs_through_evaluate(metric):
     assert result["without_ambiguous"]["bias_score"] == 0.25 and result["n_ambiguous"] == 1
     # The card's second worked example: every number it prints.
     card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
-    spread = {k: round(v, 4) for k, v in result["template_spread"].items()}
+    spread = {k: None if v is None else round(v, 4) for k, v in result["template_spread"].items()}
     assert f"'template_spread': {spread}" in card
     printed = {
         "'bias_score': 0.5, 'mean_log_ratio': -0.0566": (result["bias_score"], result["mean_log_ratio"]),
@@ -421,3 +421,28 @@ def test_bad_new_input_raises_a_clear_error(metric, kwargs, message):
     with pytest.raises(ValueError) as error:
         metric.compute(**kwargs)
     assert message in str(error.value)
+
+
+def _permutation_columns(t2_opposes_t1: bool, n_jobs: int = 12):
+    """n_jobs jobs and two templates. T1 prefers m for every job; T2 prefers f for every job (a
+    wording effect), or is T1 again (no effect). Probabilities per (form, gender): m-form uomo,
+    m-form donna, f-form uomo, f-form donna."""
+    prefers_m, prefers_f = (0.4, 0.1, 0.3, 0.1), (0.1, 0.4, 0.1, 0.3)
+    entries = []
+    for number in range(1, n_jobs + 1):
+        for template, probabilities in (("T1", prefers_m), ("T2", prefers_f if t2_opposes_t1 else prefers_m)):
+            for (form, gender), p in zip([("m", "m"), ("m", "f"), ("f", "m"), ("f", "f")], probabilities):
+                entries.append((f"J{number:03d}", template, form, gender, p, False))
+    return _template_columns(entries)
+
+
+def test_template_permutation_test_tells_a_wording_effect_from_chance():
+    # T1 prefers m for every job, T2 prefers f for every job: scores 1.0 and 0.0, the largest
+    # possible variance; shuffling templates within each job mixes them, so p is near its minimum.
+    effect = bias.compute_bias(**_permutation_columns(True), n_bootstrap=500, seed=1)
+    assert {t: s["bias_score"] for t, s in effect["by_template"].items()} == {"T1": 1.0, "T2": 0.0}
+    assert effect["template_spread"]["p_value"] < 0.01
+    # T2 identical to T1: the templates agree exactly, the observed variance is 0 and every
+    # permutation reaches it, so p = 1.
+    same = bias.compute_bias(**_permutation_columns(False), n_bootstrap=500, seed=1)
+    assert same["template_spread"]["range"] == 0.0 and same["template_spread"]["p_value"] == 1.0

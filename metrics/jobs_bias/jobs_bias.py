@@ -181,9 +181,44 @@ def _jobs_by_template(job_ids, forms, genders, logprobs, categories, templates):
     return by_template
 
 
-def _spread(scores):
-    """min, max, population standard deviation and range of the per-template bias scores."""
-    return {"min": min(scores), "max": max(scores), "sd": float(np.std(scores)), "range": max(scores) - min(scores)}
+def _spread(scores, p_value=None):
+    """min, max, population standard deviation and range of the per-template bias scores, and the permutation p-value."""
+    return {"min": min(scores), "max": max(scores), "sd": float(np.std(scores)), "range": max(scores) - min(scores), "p_value": p_value}
+
+
+def template_p_value(job_ids, forms, genders, logprobs, templates, n_permutations=1000, seed=0):
+    """Do the templates' bias scores differ more than sampling explains? A permutation test.
+
+    The statistic is the variance of the per-template bias scores. Under the null hypothesis that
+    the wording does not matter, the templates of one profession's sentences are exchangeable:
+    each permutation shuffles the template labels among the sentences of every (job, form),
+    keeping each sentence's words together. p = (1 + #{permuted variance >= observed}) /
+    (1 + n_permutations). None with fewer than two templates or no permutations.
+    """
+    names = sorted(set(templates), key=_template_order)
+    if len(names) < 2 or n_permutations <= 0:
+        return None
+    jobs = list(dict.fromkeys(job_ids))
+    job_index, template_index = {j: i for i, j in enumerate(jobs)}, {t: i for i, t in enumerate(names)}
+    cells: dict = {}
+    for job_id, form, gender, logprob, template in zip(job_ids, forms, genders, logprobs, templates):
+        cells.setdefault((job_index[job_id], FORMS.index(form), template_index[template], GENDERS.index(gender)), []).append(float(logprob))
+    # ln of the mean probability of each gender's words, per (job, form, template, gender).
+    cell = np.full((len(jobs), len(FORMS), len(names), len(GENDERS)), -np.inf)
+    for (j, f, t, g), values in cells.items():
+        cell[j, f, t, g] = _log_mean_exp(values)
+
+    def scores(table):  # table: (..., jobs, forms, templates, genders) -> (..., templates)
+        log_p = np.logaddexp(table[..., 0, :, :], table[..., 1, :, :])  # sum over the two forms
+        prefers = np.where(log_p[..., 0] > log_p[..., 1], 1.0, np.where(log_p[..., 0] < log_p[..., 1], 0.0, 0.5))
+        return prefers.mean(axis=-2)
+
+    observed = scores(cell).var()
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random((n_permutations, len(jobs), len(FORMS), len(names))), axis=-1)
+    shuffled = np.take_along_axis(cell[None].repeat(n_permutations, axis=0), order[..., None].repeat(len(GENDERS), axis=-1), axis=-2)
+    permuted = scores(shuffled).var(axis=-1)
+    return float((1 + np.sum(permuted >= observed - 1e-12)) / (1 + n_permutations))
 
 
 def _preference(log_p_m, log_p_f):
@@ -271,7 +306,8 @@ def compute_bias(
     if templates is not None:
         jobs_by_template = _jobs_by_template(job_ids, forms, genders, logprobs, categories, templates)
         output["by_template"] = {template: summarize(template_jobs, **options) for template, template_jobs in jobs_by_template.items()}
-        output["template_spread"] = _spread([summary["bias_score"] for summary in output["by_template"].values()])
+        p_value = template_p_value(job_ids, forms, genders, logprobs, templates, n_bootstrap, seed)
+        output["template_spread"] = _spread([summary["bias_score"] for summary in output["by_template"].values()], p_value)
     if ambiguous_of is not None:
         clear = [job for job in jobs if not ambiguous_of[job[0]]]
         output["without_ambiguous"] = summarize(clear, **options) if clear else None  # None: every job is ambiguous
@@ -333,7 +369,9 @@ Returns:
     n (jobs), n_sentences (entries), ties, groups ({category: the same nine keys}),
     per_job (None unless asked).
     With templates: by_template ({template: the same nine keys}, p(g|j) from that template's
-    entries only) and template_spread ({min, max, sd, range} of the per-template bias_score;
+    entries only) and template_spread ({min, max, sd, range} of the per-template bias_score, and
+        p_value: a permutation test, within each profession, of whether the templates differ more
+        than sampling explains, with n_bootstrap permutations;
     sd is the population standard deviation).
     With ambiguous: without_ambiguous (the nine keys over the jobs that are not ambiguous;
     None if every job is), n_ambiguous (jobs); with both, without_ambiguous_by_template
