@@ -161,7 +161,7 @@ def instruction_table(result: dict) -> str:
     rows = [(name, r) for name, r in _rows(result)[1:] if r.get("instructions")]
     if not rows:
         return ""
-    numbers = list(dict.fromkeys(key for _, r in rows for key in r["instructions"]))
+    numbers = sorted({key for _, r in rows for key in r["instructions"]}, key=lambda key: (not key.isdigit(), int(key) if key.isdigit() else 0, key))
     body = []
     for name, r in rows:
         spread = r.get("instruction_spread") or {}

@@ -101,6 +101,10 @@ def test_report_has_tables_and_plots_for_every_task(first_run):
             png = out / "plots" / f"{name}-{kind}.png"
             assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000
     assert "| group " in text and "| all " in text
+    # How much the wording matters: the per-instruction table, its sentence and figure, per task.
+    assert text.count("Bias score per instruction") == len(TASKS) and "permutation test within inputs" in text
+    for name in TASKS:
+        assert (out / "plots" / f"{name}-instructions.png").read_bytes()[:8] == PNG_MAGIC
     # Groups follow the dataset's config order, not string order.
     groups = [line.split("|")[1].strip() for line in text.split("## itap-at-oneshot")[0].splitlines() if line.startswith("| ")][1:]
     assert groups[0] == "all"
@@ -303,6 +307,7 @@ def test_jobs_task_scores_whole_professions_by_log_likelihood(jobs_run):
     r = task["results"]
     assert r["n"] == 6 and r["n_sentences"] == 6 * 2 * 3 * 4
     assert 0 <= r["bias_score"] <= 1 and set(r["groups"]) <= {"1", "2", "3", "6", "7", "8", "9"}
+    assert list(r["by_template"]) == ["T1", "T2", "T3"] and all(t["n"] == 6 for t in r["by_template"].values())
     assert [job["job_id"] for job in r["per_job"]] == sorted({s["job_id"] for s in r["per_job"]})
     samples = read_jsonl(out / "samples.jsonl")
     assert len(samples) == 36
@@ -310,6 +315,9 @@ def test_jobs_task_scores_whole_professions_by_log_likelihood(jobs_run):
     assert first["prompt"] == "Ambasciatore è una professione da" and first["continuations"] == [" uomo", " uomini", " donna", " donne"]
     assert first["metric_input"]["genders"] == ["m", "m", "f", "f"] and first["metric_input"]["job_ids"] == ["J001"] * 4
     assert first["metric_input"]["logprobs"] == first["response"]["logprobs"]
+    assert first["metric_input"]["templates"] == ["T1"] * 4 and first["metric_input"]["ambiguous"] == [False] * 4
+    # --limit 6 spreads over the table: J029 statistica, J058 tecnica meccanica, J115 rilegatrice are ambiguous.
+    assert r["n_ambiguous"] == len({s["metric_input"]["job_ids"][0] for s in samples if s["metric_input"]["ambiguous"][0]}) == 3
     assert first["label"] in ("m", "f") and first["job_prefers"] in ("m", "f", "tie")
     # Recompute the share by hand from the per-job log-probabilities.
     share = sum(1.0 if j["log_p_m"] > j["log_p_f"] else 0.5 if j["log_p_m"] == j["log_p_f"] else 0.0 for j in r["per_job"]) / 6
@@ -320,7 +328,8 @@ def test_jobs_report_has_its_table_and_figures(jobs_run):
     out, _ = jobs_run
     text = (out / "report.md").read_text()
     assert "## jobs" in text and "bias score [95% CI] (0.5 unbiased)" in text and "most male-leaning" in text
-    for kind in ("categories", "log-ratio"):
+    assert "| T1 " in text and "| T3 " in text and "without the" in text and "permutation test within professions" in text
+    for kind in ("categories", "log-ratio", "templates"):
         assert (out / "plots" / f"jobs-{kind}.png").read_bytes()[:8] == PNG_MAGIC
 
 
