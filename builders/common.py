@@ -9,12 +9,16 @@ not at all).
 
 from __future__ import annotations
 
+import ctypes
 import csv
+import errno
+import glob
 import hashlib
 import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
@@ -196,37 +200,136 @@ def yaml_header(data: dict) -> str:
     return "---\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
 
 
+STAGING = ".staging-"  # hidden siblings being written: .<name>.staging-<pid>-<random>
+PREVIOUS = "previous"  # inside a staging folder: the build it is replacing, until the swap is done
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def sweep_staging(target: Path) -> list[Path]:
+    """Remove the staging folders of `target` left by processes that are no longer running.
+
+    A build or a model conversion killed outright (SIGKILL, a power cut) cannot clean up after
+    itself; its folder carries its pid, so the next run knows it is abandoned. If the kill came
+    between the two renames of a replacement, the previous build is put back first.
+    """
+    target = Path(target)
+    removed = []
+    for path in target.parent.glob(f".{glob.escape(target.name)}{STAGING}*"):
+        pid = path.name[len(target.name) + 1 + len(STAGING) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        previous = path / PREVIOUS
+        if not target.exists() and (previous / "manifest.json").is_file():
+            previous.replace(target)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def staging_dir(target: Path) -> Path:
+    """A fresh hidden sibling of `target` to write into, after sweeping abandoned ones."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sweep_staging(target)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}{STAGING}{os.getpid()}-", dir=target.parent))
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):  # an old kernel or a file system without it
+        return False
+    raise OSError(error, os.strerror(error), str(second))
+
+
+def is_build(folder: Path) -> bool:
+    """Whether `folder` holds an equita build: a manifest.json that lists its files."""
+    try:
+        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
+
+
+def check_output_folder(out: Path, force: bool) -> None:
+    """Refuse an --out that a build must not replace; every message says what to do instead."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"{out}: is a file, not a folder; choose another --out")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise BuildError(f"{out}: {parent} is a file, so no folder can be made below it")
+    if Path.cwd().resolve() == out.resolve() or out.resolve() in Path.cwd().resolve().parents:
+        raise BuildError(f"{out}: is the current folder or contains it; build into a subfolder (e.g. --out {out / 'build'})")
+    if out.is_dir() and any(out.iterdir()):
+        if not is_build(out):
+            # --force replaces a build, never a folder of other things (a user's notes were lost).
+            raise BuildError(f"{out}: exists, is not empty and is not an equita build (no valid manifest.json); refusing to replace it, "
+                             "even with --force: choose another --out, or empty it yourself")  # fmt: skip
+        if not force:
+            raise BuildError(f"{out}: exists and is not empty; pass --force to replace it")
+
+
 def write_dataset(out: Path, files: dict[str, bytes], force: bool = False) -> dict:
     """Write `files` (relative path -> bytes) plus manifest.json into `out`, atomically.
 
-    Everything is written into a temporary sibling folder first and renamed into place only
-    when complete, so an error or an interruption never leaves a half-written `out`.
+    Everything is written into a hidden sibling first. A new `out` appears by one rename; an
+    existing build (only a build: see `check_output_folder`) is swapped with the new one in one
+    atomic exchange where the system has it, so `out` is never missing; elsewhere the old build
+    waits inside the staging folder until the new one is in place, and `sweep_staging` puts it
+    back if the process died in between.
     """
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force:
-        raise BuildError(f"{out}: exists and is not empty; pass --force to replace it")
+    check_output_folder(out, force)
     manifest = {
         "files": {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for name, data in sorted(files.items())}
     }
     files = {**files, "manifest.json": (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = staging_dir(out)
+    build = staging / "build"
     try:
         for name, data in files.items():
-            target = staging / name
+            target = build / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        if out.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            out.replace(retired / out.name)
-            staging.replace(out)
-            shutil.rmtree(retired)
+        make_readable(build)
+        if not out.exists():
+            build.replace(out)
+        elif _exchange(build, out):
+            pass  # `out` is the new build; `build` now holds the old one, removed with the staging folder
         else:
-            staging.replace(out)
+            out.replace(staging / PREVIOUS)
+            build.replace(out)
     except BaseException:
+        if not out.exists() and (staging / PREVIOUS).is_dir():
+            (staging / PREVIOUS).replace(out)
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+def make_readable(folder: Path) -> None:
+    """Builds and converted models are data for everyone: readable by all (mkdtemp makes 0700 folders)."""
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def verify_manifest(folder: Path) -> list[str]:

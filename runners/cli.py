@@ -263,3 +263,7 @@ def list_tasks() -> None:
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":  # `python -m equita.runners.cli`, the same as the `equita` command
+    main()

@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
 
-from equita.builders.common import BuildError, verify_manifest
+from equita.builders.common import BuildError, is_build, verify_manifest
 from equita.builders.spec import TaskSpec
 from equita.runners.models import cache_root
 
@@ -121,6 +122,9 @@ def locate(spec: TaskSpec, datasets: str | None, source_dir: Path | None, log=pr
             return repo, "hub", sha
         except DatasetError as error:
             log(f"no Hub copy ({error}); building {spec.cli_name} locally")
+    if built.is_dir() and not is_build(built):
+        # Equita's own cache folder, damaged (no manifest): safe to clear; --force replaces only builds.
+        shutil.rmtree(built)
     try:
         spec.build_to(built, source_dir=source_dir, force=True)
     except BuildError as error:

@@ -16,7 +16,6 @@ import inspect
 import json
 import os
 import shutil
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from equita.builders.common import CACHE_DIR_ENV, sha256_file
+from equita.builders.common import CACHE_DIR_ENV, make_readable, sha256_file, staging_dir
 from equita.runners.requests import Generate, Loglikelihood, Request
 
 
@@ -187,8 +186,8 @@ def convert_gguf(gguf: Path) -> Path:
     target = cache_root() / "models" / f"{gguf.stem}-{digest[:16]}"
     if (target / "equita-model.json").is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    # A conversion killed outright leaves ~500 MB behind: the next one sweeps it (its pid is gone).
+    staging = staging_dir(target)
     try:
         try:
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -201,6 +200,7 @@ def convert_gguf(gguf: Path) -> Path:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "equita-model.json").write_text(json.dumps({"gguf": str(gguf), "sha256": digest}, indent=2) + "\n")
+        make_readable(staging)
         if target.exists():  # converted meanwhile by another process
             shutil.rmtree(staging)
         else:
