@@ -7,6 +7,7 @@ and report.md with its plots.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -32,6 +33,81 @@ from equita.runners.requests import Loglikelihood
 from equita.runners.tasks import EvalTask, select_tasks
 
 METRICS_DIR = Path(equita.metrics.__file__).resolve().parent
+LOCK_FILE = ".equita.lock"
+
+
+class RunError(ValueError):
+    """An --out that cannot be used: not writable, busy, or holding another run's results."""
+
+
+def check_out(out: Path) -> None:
+    """--out must be a folder this process can write, checked before anything is loaded."""
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out}: is a file, not a folder")
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            raise RunError(f"--out {out}: {parent} is a file, so no folder can be made below it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".equita-write-check."):
+            pass
+    except OSError as error:
+        raise RunError(f"--out {out}: cannot be written ({error.strerror or error})") from None
+
+
+@contextlib.contextmanager
+def locked(out: Path):
+    """Hold --out for this run: a second run on the same folder is refused, naming the first one's pid."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    with open(out / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunError(f"--out {out}: another equita run (pid {holder}) is writing here; wait for it to end or choose another --out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def earlier_run(out: Path, model_info: dict, limit: int | None) -> tuple[dict, list[dict]] | None:
+    """The results and samples an earlier run left in --out, to be merged with this one's.
+
+    Another model's results, or a run with another --limit, are never mixed with this one: the
+    run is refused, and nothing is replaced. A results.json equita cannot read is refused too.
+    """
+    path = out / "results.json"
+    if not path.exists():
+        return None
+    try:
+        earlier = report.load_results(out)
+    except report.ReportError as error:
+        raise RunError(f"--out {out}: holds a results.json this run would replace ({error}); move it away or choose another --out") from None
+    problems = report.validate_results(earlier)
+    if problems:
+        raise RunError(f"--out {out}: its results.json is not valid ({problems[0]}); move it away or choose another --out")
+    before = (earlier["model"]["id"], earlier["model"]["revision"])
+    if before != (model_info["id"], model_info["revision"]):
+        raise RunError(f"--out {out}: holds results of model {before[0]}@{str(before[1])[:12]}, not {model_info['id']}@{str(model_info['revision'])[:12]}; "
+                       "choose another --out")  # fmt: skip
+    if earlier["settings"].get("limit") != limit:
+        raise RunError(f"--out {out}: holds a run with --limit {earlier['settings'].get('limit')}, this one has --limit {limit}; choose another --out")
+    samples_path = out / "samples.jsonl"
+    try:
+        samples = [json.loads(line) for line in samples_path.read_text(encoding="utf-8").splitlines() if line.strip()] if samples_path.exists() else []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RunError(f"--out {out}: samples.jsonl cannot be read ({error}); move it away or choose another --out") from None
+    return earlier, samples
 
 
 @dataclass(frozen=True)
@@ -133,13 +209,20 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
 
 def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
     """Run, write results.json, samples.jsonl and the report into options.out; return the results."""
+    out = Path(options.out)
+    check_out(out)
+    with locked(out):
+        return _run(options, out, log)
+
+
+def _run(options: RunOptions, out: Path, log) -> dict:
     started = time.perf_counter()
     tasks = select_tasks(options.tasks)
     prepared = _prepare(tasks, options, log)
     load_started = time.perf_counter()
     model = load_model(options.model, options.revision, options.device, options.dtype, options.trust_remote_code)
     model_load_s = time.perf_counter() - load_started
-    out = Path(options.out)
+    earlier = earlier_run(out, model.info.as_dict(), options.limit)
     cache = RequestCache(out / "requests.jsonl")
     for problem in cache.problems:
         log(problem)
@@ -158,7 +241,10 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
         requests = [task.request(row) for row in rows]
         rendered = [model.render(request) for request in requests]
         keys = [request_key(request, text) for request, text in zip(requests, rendered)]
-        answers = {key: cache.get(revision, task.name, dataset.version, key) for key in keys}
+        reported = len(cache.problems)
+        answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
+        for problem in cache.problems[reported:]:
+            log(f"{task.name}: {problem}")
         # Identical requests (the same prompt in two subdatasets) are answered once.
         todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
         todo_keys = list(todo)
@@ -219,6 +305,17 @@ def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
                 "metric_s": round(metric_s, 3),
             },
         }
+    if earlier is not None:
+        # The same model in the same folder: keep the tasks this run did not redo, and say so.
+        previous, previous_samples = earlier
+        kept = [name for name in previous["tasks"] if name not in results["tasks"]]
+        redone = [name for name in previous["tasks"] if name in results["tasks"]]
+        if kept or redone:
+            log(f"{out}/results.json already held {', '.join(previous['tasks'])}: "
+                + (f"kept {', '.join(kept)}" if kept else "nothing kept") + (f"; replaced {', '.join(redone)}" if redone else ""))  # fmt: skip
+        results["tasks"] = {**{name: previous["tasks"][name] for name in kept}, **results["tasks"]}
+        results["settings"]["tasks"] = list(results["tasks"])
+        samples = [s for s in previous_samples if s.get("task") in kept] + samples
     results["timings"] = {"model_load_s": round(model_load_s, 3), "total_s": round(time.perf_counter() - started, 3)}
     write_atomic(out / "samples.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
     text = json.dumps(results, ensure_ascii=False, indent=2) + "\n"

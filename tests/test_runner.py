@@ -150,6 +150,19 @@ def test_corrupted_cache_lines_are_reported_and_recomputed(first_run, itap_dir):
     assert len((damaged / "requests.jsonl").read_text().splitlines()) == len(lines) + 3
 
 
+def test_a_rerun_of_some_tasks_keeps_the_others_and_says_so(first_run, itap_dir):
+    out, results, _ = first_run
+    again = out.parent / "partial-rerun"
+    shutil.copytree(out, again)
+    logs: list[str] = []
+    merged = run(options(again, itap_dir, tasks="itap-at-logprob"), log=logs.append)
+    assert list(merged["tasks"]) == ["itap-at", "itap-at-oneshot", "itap-at-logprob"] == merged["settings"]["tasks"]
+    assert any("kept itap-at, itap-at-oneshot; replaced itap-at-logprob" in m for m in logs)
+    assert merged["tasks"]["itap-at"] == results["tasks"]["itap-at"]
+    assert {s["task"] for s in read_jsonl(again / "samples.jsonl")} == set(TASKS)
+    assert "## itap-at-oneshot" in (again / "report.md").read_text()
+
+
 def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, monkeypatch):
     real_answer = LanguageModel.answer
 

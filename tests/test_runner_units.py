@@ -1,8 +1,10 @@
-"""The runner's pure parts: task registry contract, request keys, the cache file, row spreading."""
+"""The runner's pure parts: task registry contract, request keys, the cache file, row spreading, --out checks."""
 
 from __future__ import annotations
 
 import inspect
+import os
+import re
 import json
 import math
 
@@ -167,6 +169,51 @@ def test_bad_cache_lines_are_reported_not_fatal(tmp_path, line, problem):
     assert cache.get("r", "t", "v", "ok") == {"text": "x"} and cache.get("r", "t", "v", "k") is None
 
 
+def _entry(response, key="k", **extra) -> str:
+    return json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": key, "response": response, **extra})
+
+
+THREE_CONTINUATIONS = Loglikelihood(user="Ingegnere è una professione da", continuations=(" uomo", " donna", " donne"), chat=False)
+GOOD = {"logprobs": [-1.0, -2.0, -3.0], "greedy": [False, False, True]}
+# Answers that parse but cannot answer the request (the red-team's damaged lines): each is
+# reported with its line and recomputed, never handed to the metric.
+MISFITS = [
+    ("NaN log-probability", {"logprobs": [-1.0, float("nan"), -3.0], "greedy": [False] * 3}, "log-probability nan is not a number <= 0"),
+    ("positive log-probability", {"logprobs": [-1.0, 0.5, -3.0], "greedy": [False] * 3}, "log-probability 0.5 is not a number <= 0"),
+    ("too few continuations", {"logprobs": [-1.0, -2.0], "greedy": [False, False]}, "2 log-probabilities and 2 greedy flags for 3 continuations"),
+    ("greedy not a boolean", {"logprobs": [-1.0, -2.0, -3.0], "greedy": [0, 1, "yes"]}, "greedy flags must be true or false"),
+    ("a boolean log-probability", {"logprobs": [-1.0, True, -3.0], "greedy": [False] * 3}, "log-probability True is not a number <= 0"),
+    ("text for a log-likelihood", {"text": "uomo"}, "a log-likelihood answer needs 'logprobs' and 'greedy' lists"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case, response, problem", MISFITS, ids=[m[0] for m in MISFITS])
+def test_cached_answers_that_do_not_fit_their_request_are_recomputed(tmp_path, case, response, problem):
+    path = tmp_path / "requests.jsonl"
+    path.write_text(_entry(GOOD, key="ok") + "\n" + _entry(response) + "\n")
+    cache = RequestCache(path)
+    assert cache.get("r", "t", "v", "ok", THREE_CONTINUATIONS) == GOOD
+    assert cache.get("r", "t", "v", "k", THREE_CONTINUATIONS) is None
+    assert cache.problems == [f"requests.jsonl line 2: the cached answer does not fit its request ({problem}); its request is recomputed"]
+    # The recomputed answer is appended and, on the next read, replaces the damaged line.
+    cache.add("r", "t", "v", [("k", GOOD)])
+    again = RequestCache(path)
+    assert again.get("r", "t", "v", "k", THREE_CONTINUATIONS) == GOOD
+    assert json.loads(path.read_text().splitlines()[-1])["recomputed"] is True
+
+
+def test_two_lines_answering_the_same_request_differently_are_both_set_aside(tmp_path):
+    path = tmp_path / "requests.jsonl"
+    other = {"logprobs": [-5.0, -0.1, -3.0], "greedy": [False, True, False]}
+    path.write_text(_entry(GOOD) + "\n" + _entry(GOOD, key="same") + "\n" + _entry(other) + "\n" + _entry(GOOD, key="same") + "\n")
+    cache = RequestCache(path)
+    assert cache.get("r", "t", "v", "k", THREE_CONTINUATIONS) is None
+    assert cache.problems == ["requests.jsonl lines 1, 3 answer the same request differently; all set aside, its request is recomputed"]
+    assert cache.get("r", "t", "v", "same", THREE_CONTINUATIONS) == GOOD  # repeated identically: fine
+    cache.add("r", "t", "v", [("k", other)])
+    assert RequestCache(path).get("r", "t", "v", "k", THREE_CONTINUATIONS) == other  # the recomputed answer settles it
+
+
 def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
     path = tmp_path / "requests.jsonl"
     path.write_text('{"model": "r", "task"')  # killed mid-write
@@ -205,3 +252,89 @@ def test_card_version(tmp_path, text, version):
 )  # fmt: skip
 def test_gfg_answer_is_the_text_after_the_last_tag(response, answer):
     assert gfg_answer(response) == answer
+
+
+# -- --out: checked before anything loads, held by one run, never mixed with another run ----------
+
+from equita.runners import run as run_module  # noqa: E402
+from equita.runners.run import RunError, RunOptions, check_out, earlier_run, locked  # noqa: E402
+
+
+def _out_is_a_file(tmp_path, monkeypatch):
+    (tmp_path / "out").write_text("x")
+    return tmp_path / "out"
+
+
+def _out_below_a_file(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    return tmp_path / "file" / "out"
+
+
+def _out_read_only(tmp_path, monkeypatch):
+    # A read-only file system: root ignores chmod, so the write itself is made to fail.
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(run_module.tempfile, "NamedTemporaryFile", refuse)
+    return tmp_path / "ro"
+
+
+OUT_CASES = [
+    ("a file", _out_is_a_file, "is a file, not a folder"),
+    ("below a file", _out_below_a_file, "is a file, so no folder can be made below it"),
+    ("in a read-only folder", _out_read_only, "cannot be written"),
+]
+
+
+@pytest.mark.parametrize("case, make, message", OUT_CASES, ids=[c[0] for c in OUT_CASES])
+def test_an_unusable_out_is_refused_before_the_model_loads(tmp_path, monkeypatch, case, make, message):
+    out = make(tmp_path, monkeypatch)
+    monkeypatch.setattr(run_module, "load_model", lambda *a, **k: pytest.fail("the model was loaded before --out was checked"))
+    monkeypatch.setattr(run_module, "_prepare", lambda *a, **k: pytest.fail("datasets were read before --out was checked"))
+    with pytest.raises(RunError, match=re.escape(f"--out {out}: ") + ".*" + re.escape(message)):
+        run_module.run(RunOptions(model="smollm2", out=out, tasks="jobs"))
+
+
+def test_a_second_run_on_the_same_out_is_refused_with_the_first_ones_pid(tmp_path):
+    check_out(tmp_path)
+    with locked(tmp_path):
+        with pytest.raises(RunError, match=rf"another equita run \(pid {os.getpid()}\) is writing here"):
+            with locked(tmp_path):
+                pass
+    with locked(tmp_path):  # released: the next run takes it
+        pass
+
+
+MODEL = {"id": "smollm2", "revision": "a" * 64}
+
+
+def _results(model=MODEL, limit=None, tasks=("jobs",)):
+    return {"schema": "equita.results/1", "created": "2026-12-01T00:00:00+00:00", "equita": {"version": "0.2.0"},
+            "model": {**model, "source": "embedded", "dtype": "float32", "device": "cpu", "chat_template": True},
+            "settings": {"tasks": list(tasks), "limit": limit, "batch_size": 16}, "timings": {},
+            "tasks": {name: {"dataset": {"id": "jobs", "repo": "x", "location": "local", "config": "sentences", "version": "2.0.0", "revision": "r"},
+                             "request": {}, "prompts_sha256": "p", "n": 1, "metric": {"name": "jobs_bias", "module_sha256": "m", "options": {}},
+                             "results": {"bias_score": 0.5}, "timings": {}} for name in tasks}}  # fmt: skip
+
+
+EARLIER = [
+    ("another model", _results(model={"id": "other", "revision": "b" * 64}), None, "holds results of model other@bbbbbbbbbbbb, not smollm2@aaaaaaaaaaaa"),
+    ("another --limit", _results(limit=8), None, "holds a run with --limit 8, this one has --limit None"),
+    ("not JSON", "{", None, "holds a results.json this run would replace"),
+    ("not a results file", {"schema": "equita.results/1"}, None, "its results.json is not valid (results: missing 'created')"),
+    ("the same model and limit", _results(tasks=("jobs", "itap-at")), ["jobs", "itap-at"], None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case, content, kept, message", EARLIER, ids=[c[0] for c in EARLIER])
+def test_an_out_holding_another_run_is_refused_or_merged(tmp_path, case, content, kept, message):
+    (tmp_path / "results.json").write_text(content if isinstance(content, str) else json.dumps(content))
+    (tmp_path / "samples.jsonl").write_text(json.dumps({"task": "itap-at", "id": "x"}) + "\n")
+    before = (tmp_path / "results.json").read_bytes()
+    if message:
+        with pytest.raises(RunError, match=re.escape(message)):
+            earlier_run(tmp_path, MODEL, None)
+        assert (tmp_path / "results.json").read_bytes() == before  # nothing replaced
+    else:
+        results, samples = earlier_run(tmp_path, MODEL, None)
+        assert list(results["tasks"]) == kept and samples == [{"task": "itap-at", "id": "x"}]
