@@ -259,6 +259,16 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(error, os.strerror(error), str(second))
 
 
+def path_part(name, what: str) -> str:
+    """`name`, read from a file, as one path component: no separator, no "." or "..", no control
+    character, not absolute. Every name from a file becomes a path only through this function."""
+    if not isinstance(name, str) or not name or name in (".", "..") or len(name) > 200:
+        raise ValueError(f"{what} {name!r} cannot name a file")
+    if "/" in name or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name) or os.path.isabs(name) or ":" in name:
+        raise ValueError(f"{what} {name!r} cannot name a file (separators, ':' and control characters are not allowed)")
+    return name
+
+
 def is_build(folder: Path) -> bool:
     """Whether `folder` holds an equita build: a manifest.json that lists its files."""
     try:

@@ -10,7 +10,9 @@ import json
 import os
 from pathlib import Path
 
-from equita.builders.common import verify_manifest
+import re
+
+from equita.builders.common import path_part, verify_manifest
 from equita.runners.data import card_version
 
 
@@ -124,7 +126,11 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "__" for c in text)
+    """A file name for a model id, one to one: "org/name" and "org__name" never share a file.
+    Letters, digits, "." and "-" stay; every other character (the "/" too) is written %XX."""
+    from urllib.parse import quote
+
+    return path_part(quote(text, safe="-."), "model id")
 
 
 def _open_pull_with_title(api, repo_id: str, repo_type: str, title: str):
@@ -142,14 +148,17 @@ def _dataset_commit(api, datasets_org: str, dataset: dict) -> str:
     """
     from huggingface_hub import hf_hub_download
 
-    if dataset["location"] == "hub":
-        return dataset["revision"]
     repo = f"{datasets_org}/{dataset['id']}"
     tag = f"v{dataset['version']}"
     try:
         refs = {ref.name: ref.target_commit for ref in api.list_repo_refs(repo, repo_type="dataset").tags}
         if tag not in refs:
             raise PublishError(f"{repo} has no tag {tag}: publish the dataset first (`equita publish`), so the results can point at it")
+        if dataset["location"] == "hub":
+            # A Hub copy is read at its tag: the recorded commit must be the tag's (an all-zero one is not).
+            if dataset["revision"] != refs[tag]:
+                raise PublishError(f"results.json: dataset {dataset['id']} revision {dataset['revision']!r} is not the commit of {repo}@{tag} ({refs[tag]})")
+            return refs[tag]
         manifest = Path(hf_hub_download(repo, "manifest.json", repo_type="dataset", revision=refs[tag], endpoint=api.endpoint))
     except _network_errors() as error:
         raise _fail(f"{repo}: cannot read the published dataset", error) from None
@@ -180,6 +189,23 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     problems = validate_results(results)
     if problems:
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
+    from equita.builders import TASKS
+
+    # What becomes a repository path is checked against what it must be, not trusted.
+    known = {spec.id: spec for spec in TASKS.values()}
+    for name, task in results["tasks"].items():
+        dataset = task["dataset"]
+        if dataset["id"] not in known:
+            raise PublishError(f"{results_dir}/results.json: tasks.{name}.dataset.id {dataset['id']!r} is not an equita dataset ({', '.join(sorted(known))})")
+        if not re.fullmatch(r"\d+\.\d+\.\d+", str(dataset["version"])):
+            raise PublishError(f"{results_dir}/results.json: tasks.{name}.dataset.version {dataset['version']!r} is not a version X.Y.Z")
+        if task["results"] is not None:
+            try:
+                key, value = headline(task)
+            except KeyError as error:
+                raise PublishError(f"{results_dir}/results.json: tasks.{name}.results has no {error.args[0]!r}, its headline") from None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PublishError(f"{results_dir}/results.json: tasks.{name}.results.{key} is {value!r}, not a number")
     api = HfApi()
     by_dataset: dict[tuple[str, str], dict] = {}
     for name, task in results["tasks"].items():

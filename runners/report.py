@@ -8,7 +8,10 @@ registers a table and its plots in SECTIONS.
 
 from __future__ import annotations
 
+import html
 import json
+import math
+import re
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +22,7 @@ import numpy as np  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from equita.builders import TASKS  # noqa: E402
+from equita.builders.common import path_part  # noqa: E402
 
 
 # Version of results.json; bump on any change of its layout and say so in the README.
@@ -51,10 +55,41 @@ def load_results(folder: Path) -> dict:
         results = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}: not valid JSON ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ReportError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except RecursionError:
+        raise ReportError(f"{path}: nested too deeply to be a results file") from None
     if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
         schema = results.get("schema") if isinstance(results, dict) else None
         raise ReportError(f"{path}: schema {schema!r}, this equita reads {RESULTS_SCHEMA!r}")
+    problems = validate_results(results)
+    if problems:
+        raise ReportError(f"{path}: does not follow the results schema: {'; '.join(problems[:3])}")
     return results
+
+
+# Keys of a metric's results that must be numbers (or null) wherever they occur, groups included.
+NUMERIC = {"bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n", "soft_bias_score",
+           "mean_log_ratio", "log_ratio_ci_low", "log_ratio_ci_high", "n_sentences", "ties", "cwa", "misgeneration", "coverage",
+           "accuracy", "f1", "entry_mean_cwa", "entry_mean_misgeneration", "n_annotations", "predicted_neutral", "n_clusters",
+           "constant_instructions", "one_sided_instructions", "min", "max", "range", "sd", "p_value", "log_ratio", "log_p_m",
+           "log_p_f", "n_ambiguous"}  # fmt: skip
+
+
+def _check_numbers(where: str, value, problems: list[str], depth: int = 0) -> None:
+    if depth > 8:
+        problems.append(f"{where}: nested too deeply")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in NUMERIC and item is not None and (isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item)):
+                problems.append(f"{where}.{key}: expected a finite number or null, got {item!r:.40}")
+            elif isinstance(item, (dict, list)):
+                _check_numbers(f"{where}.{key}", item, problems, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:5000]):
+            if isinstance(item, (dict, list)):
+                _check_numbers(f"{where}[{index}]", item, problems, depth + 1)
 
 
 def validate_results(results: dict) -> list[str]:
@@ -81,6 +116,11 @@ def validate_results(results: dict) -> list[str]:
         problems.append("tasks: empty")
     for name, task in results["tasks"].items():
         where = f"tasks.{name}"
+        try:
+            path_part(name, "task name")
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
         need(where, task, {"dataset": dict, "request": dict, "prompts_sha256": str, "n": int, "metric": dict, "results": (dict, type(None)), "timings": dict})
         if isinstance(task, dict) and isinstance(task.get("dataset"), dict):
             need(f"{where}.dataset", task["dataset"], {"id": str, "repo": str, "location": str, "config": str, "version": str, "revision": str})
@@ -88,6 +128,14 @@ def validate_results(results: dict) -> list[str]:
             need(f"{where}.metric", task["metric"], {"name": str, "module_sha256": str, "options": dict})
         if isinstance(task, dict) and task.get("results") is None and not task.get("not_computed"):
             problems.append(f"{where}: results is null without a not_computed reason")
+        if isinstance(task, dict) and isinstance(task.get("results"), dict):
+            _check_numbers(f"{where}.results", task["results"], problems)
+            result = task["results"]
+            for key in ("groups", "instructions", "by_template"):
+                if key in result and not isinstance(result[key], dict):
+                    problems.append(f"{where}.results.{key}: expected an object")
+            if "warnings" in result and not (isinstance(result["warnings"], list) and all(isinstance(w, str) for w in result["warnings"])):
+                problems.append(f"{where}.results.warnings: expected a list of strings")
     return problems
 
 
@@ -255,6 +303,8 @@ def answers_plot(result: dict, title: str, path: Path) -> None:
 
 
 def _log_ratio_interval(r: dict) -> str:
+    if r.get("mean_log_ratio") is None:  # not finite (a profession with probability 0 for one gender)
+        return "-"
     if r.get("log_ratio_ci_low") is None:
         return f"{r['mean_log_ratio']:+.3f}"
     return f"{r['mean_log_ratio']:+.3f} [{r['log_ratio_ci_low']:+.3f}, {r['log_ratio_ci_high']:+.3f}]"
@@ -270,7 +320,7 @@ def jobs_table(result: dict) -> str:
     lines += template_lines(result)
     per_job = result.get("per_job") or []
     if per_job:
-        ranked = sorted(per_job, key=lambda job: job["log_ratio"])
+        ranked = sorted((job for job in per_job if job.get("log_ratio") is not None), key=lambda job: job["log_ratio"])
         lines += ["", "Most female-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[:5])
                   + "; most male-leaning: " + ", ".join(f"{j['job_id']} ({j['log_ratio']:+.2f})" for j in ranked[::-1][:5]) + "."]  # fmt: skip
     return "\n".join(lines)
@@ -444,9 +494,14 @@ def _generic_table(result: dict) -> str:
 # -- reports ----------------------------------------------------------------------------------------
 
 
+def md(text) -> str:
+    """Text from a results file, safe inside Markdown: HTML escaped, Markdown's own characters backslashed."""
+    return re.sub(r"([\\`*_{}\[\]()#!|~])", r"\\\1", html.escape(str(text), quote=False)).replace("\n", " ")
+
+
 def _model_label(results: dict) -> str:
     model = results["model"]
-    return f"{model['id']}@{str(model['revision'])[:8]}"
+    return md(f"{model['id']}@{str(model['revision'])[:8]}")
 
 
 def single_report(results: dict, out: Path) -> str:
@@ -454,9 +509,9 @@ def single_report(results: dict, out: Path) -> str:
     plots.mkdir(parents=True, exist_ok=True)
     model = results["model"]
     lines = [
-        f"# equita report: {model['id']}",
+        f"# equita report: {md(model['id'])}",
         "",
-        f"Model `{model['id']}` ({model['source']}, revision `{model['revision']}`), {model['dtype']} on {model['device']}, "
+        f"Model {md(model['id'])} ({md(model['source'])}, revision {md(model['revision'])}), {md(model['dtype'])} on {md(model['device'])}, "
         f"{'chat template' if model['chat_template'] else 'plain-text prompts (no chat template)'}; "
         f"equita {results['equita']['version']}; run {results['created']}.",
         "",
@@ -467,21 +522,21 @@ def single_report(results: dict, out: Path) -> str:
         dataset, metric = task["dataset"], task["metric"]
         table, figures = SECTIONS.get(metric["name"], (_generic_table, ()))
         lines += [
-            f"## {name}",
+            f"## {md(name)}",
             "",
-            task["description"] + ".",
+            md(task.get("description", "")) + ".",
             "",
-            f"Dataset `{dataset['repo']}` config `{dataset['config']}` v{dataset['version']} (`{dataset['revision']}`), "
-            f"{task['n']} rows; metric `{metric['name']}`; {task['timings']['computed']} requests computed, "
+            f"Dataset {md(dataset['repo'])} config {md(dataset['config'])} v{md(dataset['version'])} ({md(dataset['revision'])}), "
+            f"{task['n']} rows; metric {md(metric['name'])}; {task['timings']['computed']} requests computed, "
             f"{task['timings']['cached']} from the cache.",
             "",
         ]
         if task["results"] is None:
-            lines += [f"**Not computed:** {task['not_computed']}. The answers are in samples.jsonl.", ""]
+            lines += [f"**Not computed:** {md(task['not_computed'])}. The answers are in samples.jsonl.", ""]
             continue
         lines += [table(task["results"]), ""]
         for suffix, plot in figures:
-            file = plots / f"{name}-{suffix}.png"
+            file = plots / f"{path_part(name, 'task name')}-{suffix}.png"
             plot(task["results"], f"{name}: {model['id']}", file)
             if file.exists():  # a plot with nothing to show writes no file
                 lines += [f"![{name} {suffix}](plots/{file.name})", ""]

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -93,9 +94,6 @@ def earlier_run(out: Path, model_info: dict, limit: int | None) -> tuple[dict, l
         earlier = report.load_results(out)
     except report.ReportError as error:
         raise RunError(f"--out {out}: holds a results.json this run would replace ({error}); move it away or choose another --out") from None
-    problems = report.validate_results(earlier)
-    if problems:
-        raise RunError(f"--out {out}: its results.json is not valid ({problems[0]}); move it away or choose another --out")
     before = (earlier["model"]["id"], earlier["model"]["revision"])
     if before != (model_info["id"], model_info["revision"]):
         raise RunError(f"--out {out}: holds results of model {before[0]}@{str(before[1])[:12]}, not {model_info['id']}@{str(model_info['revision'])[:12]}; "
@@ -160,6 +158,17 @@ def equita_provenance() -> dict:
         except (OSError, subprocess.SubprocessError):
             git = dirty = None
     return {"version": version, "git": git, "git_dirty": dirty}
+
+
+def strict(value):
+    """`value` with every non-finite float (a log-ratio of +-inf, a NaN) as null: results files are strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(item) for item in value]
+    return value
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -317,8 +326,8 @@ def _run(options: RunOptions, out: Path, log) -> dict:
         results["settings"]["tasks"] = list(results["tasks"])
         samples = [s for s in previous_samples if s.get("task") in kept] + samples
     results["timings"] = {"model_load_s": round(model_load_s, 3), "total_s": round(time.perf_counter() - started, 3)}
-    write_atomic(out / "samples.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples))
-    text = json.dumps(results, ensure_ascii=False, indent=2) + "\n"
+    write_atomic(out / "samples.jsonl", "".join(json.dumps(strict(s), ensure_ascii=False, allow_nan=False) + "\n" for s in samples))
+    text = json.dumps(strict(results), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     results = json.loads(text)  # what is returned is exactly what the file holds (lists, not tuples)
     write_atomic(out / "results.json", text)
     report.write_report([results], out)

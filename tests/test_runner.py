@@ -392,4 +392,4 @@ def test_a_metric_whose_model_cannot_load_is_reported_not_computed(tmp_path, gfg
     assert any("gfg-reformulation-gente: not computed" in m for m in logs)
     samples = [s for s in read_jsonl(tmp_path / "run" / "samples.jsonl") if s["task"] == "gfg-reformulation-gente"]
     assert len(samples) == 2 and all(s["not_computed"] and s["response"]["text"] is not None for s in samples)  # nothing dropped
-    assert "**Not computed:** gente_neutrality's model could not be loaded" in (tmp_path / "run" / "report.md").read_text()
+    assert "**Not computed:** gente\\_neutrality's model could not be loaded" in (tmp_path / "run" / "report.md").read_text()

@@ -321,7 +321,7 @@ EARLIER = [
     ("another model", _results(model={"id": "other", "revision": "b" * 64}), None, "holds results of model other@bbbbbbbbbbbb, not smollm2@aaaaaaaaaaaa"),
     ("another --limit", _results(limit=8), None, "holds a run with --limit 8, this one has --limit None"),
     ("not JSON", "{", None, "holds a results.json this run would replace"),
-    ("not a results file", {"schema": "equita.results/1"}, None, "its results.json is not valid (results: missing 'created')"),
+    ("not a results file", {"schema": "equita.results/1"}, None, "does not follow the results schema: results: missing 'created'"),
     ("the same model and limit", _results(tasks=("jobs", "itap-at")), ["jobs", "itap-at"], None),
 ]  # fmt: skip
 
