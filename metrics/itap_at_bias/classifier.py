@@ -92,9 +92,14 @@ class _Patterns:
 P = _Patterns()
 
 
+FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # ＡＢＣ！ -> ABC!
+
+
 def normalize(text: str) -> str:
     """Lower case, NFC, typographic quotes, markdown and emoji removed, accents typed as apostrophes read as accents."""
-    text = unicodedata.normalize("NFC", text).casefold()
+    # Format characters (zero-width space, soft hyphen, direction marks) and full-width letters
+    # must not turn an answer into an error: the same canonical text as the other metrics.
+    text = "".join(c for c in unicodedata.normalize("NFC", text).translate(FULL_WIDTH) if unicodedata.category(c) != "Cf").casefold()
     text = text.replace("’", "'").replace("‘", "'").replace("`", "'").replace("´", "'").replace("ʼ", "'")
     # "affidabilita'" -> "affidabilità", "e'" -> "è": only where the apostrophe cannot be a
     # closing quote of an ordinary word.

@@ -8,6 +8,7 @@ re-implemented here; it reproduces the CALAMITA 2024 organisers' per-entry score
 """
 
 import string
+import unicodedata
 from dataclasses import dataclass
 
 import datasets
@@ -42,6 +43,17 @@ def _punctuation(neomorphemes) -> str:
     return "".join(c for c in string.punctuation if c not in kept)
 
 
+FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # ＡＢＣ！ -> ABC!
+
+
+def canonical_text(text: str) -> str:
+    """The same text whatever its encoding: NFC (so "ə" composed and decomposed are one letter),
+    format characters removed (zero-width space, soft hyphen, direction marks, BOM), full-width
+    ASCII read as ASCII. Nothing else changes, so the official scorer's results stand."""
+    text = unicodedata.normalize("NFC", text).translate(FULL_WIDTH)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def to_words(text: str, neomorphemes=DEFAULT_NEOMORPHEMES) -> list[str]:
     """Lower-case, ASCII apostrophe to a space, ASCII punctuation removed (not the neomorphemes).
 
@@ -53,7 +65,7 @@ def to_words(text: str, neomorphemes=DEFAULT_NEOMORPHEMES) -> list[str]:
     >>> to_words("Quest’anno, gli/le studentə...")
     ['quest’anno', 'glile', 'studentə']
     """
-    text = text.lower().replace("'", " ")
+    text = canonical_text(text).lower().replace("'", " ")
     return text.translate(str.maketrans("", "", _punctuation(neomorphemes))).split()
 
 
@@ -66,7 +78,7 @@ def parse_annotations(annotation: str, index: int = 0) -> list[Annotation]:
     if not isinstance(annotation, str):
         raise ValueError(f"entry {index}: annotation must be a string, not {type(annotation).__name__}")
     parsed = []
-    for part in annotation.split(";"):
+    for part in canonical_text(annotation).split(";"):
         fields = part.split()
         if not fields:
             continue
