@@ -278,6 +278,11 @@ def test_output_keys_do_not_depend_on_arguments(metric):
         (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, groups=["a"]), "groups has 1 entries"),
         (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, examples=["danza"]), "examples has 1 entries"),
         (dict(predictions=["x"], stereotypes=["uomo"], anti_stereotypes=["donna"], examples=[3]), "row 0: example must be a string"),
+        (dict(predictions=[[True, -1.0]], stereotypes=["uomo"], anti_stereotypes=["donna"]), "row 0: prediction must be a string (the raw answer) or [log p"),
+        (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, confidence=float("nan")), "confidence must be in (0, 1)"),
+        (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, confidence=1.5), "confidence must be in (0, 1)"),
+        (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, n_bootstrap=-5), "n_bootstrap must be an int >= 0"),
+        (dict(predictions=["x", "y"], stereotypes=["uomo"] * 2, anti_stereotypes=["donna"] * 2, max_error=2), "max_error must be a share in [0, 1]"),
     ],
 )  # fmt: skip
 def test_bad_input_raises_a_clear_error(metric, kwargs, message):
@@ -383,3 +388,11 @@ def test_the_interval_resamples_inputs_when_rows_share_an_input():
 def test_bad_sensitivity_inputs_name_the_problem(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         bias.compute_bias(["piacevole", "spiacevole"], ["piacevole"] * 2, ["spiacevole"] * 2, **kwargs)
+
+
+def test_predictions_that_are_not_a_list_get_a_clear_error(metric):
+    for bad in (None, "piacevole", 3):
+        with pytest.raises(ValueError, match="predictions must be a list"):
+            bias.compute_bias(bad, ["piacevole"], ["spiacevole"])
+    with pytest.raises(ValueError, match="predictions must be a list"):
+        metric.compute(predictions=None, stereotypes=["piacevole"], anti_stereotypes=["spiacevole"])

@@ -222,7 +222,19 @@ def _validate(predictions, stereotypes, anti_stereotypes, groups, denominator, e
             raise ValueError(f"row {i}: stereotype equals anti_stereotype ({s!r})")
 
 
+def _check_options(n_bootstrap, confidence, max_error):
+    # A NaN or inverted interval must not come out marked interpretable.
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be an int >= 0, got {n_bootstrap!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(max_error, bool) or not isinstance(max_error, (int, float)) or not 0 <= max_error <= 1:
+        raise ValueError(f"max_error must be a share in [0, 1], got {max_error!r}")
+
+
 def _check_prediction_types(predictions):
+    if predictions is None or isinstance(predictions, (str, bytes, dict)) or not hasattr(predictions, "__len__"):
+        raise ValueError(f"predictions must be a list (raw answers, or [log p(stereotype), log p(anti_stereotype)] per row), not {type(predictions).__name__}")
     if len(predictions) == 0:
         raise ValueError("predictions is empty: nothing to score")
     text = isinstance(predictions[0], str)
@@ -230,7 +242,8 @@ def _check_prediction_types(predictions):
         if text and not isinstance(prediction, str):
             raise ValueError(f"row {i}: prediction must be a string (the raw answer), not {type(prediction).__name__}")
         if not text and not (
-            isinstance(prediction, (list, tuple)) and len(prediction) == 2 and all(isinstance(x, (int, float)) for x in prediction)
+            isinstance(prediction, (list, tuple)) and len(prediction) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in prediction)
         ):
             raise ValueError(
                 f"row {i}: prediction must be a string (the raw answer) or [log p(stereotype), log p(anti_stereotype)], got {prediction!r}"
@@ -251,6 +264,7 @@ def compute_bias(predictions, stereotypes, anti_stereotypes, groups=None, denomi
     resamples inputs, not rows.
     """
     _check_prediction_types(predictions)
+    _check_options(n_bootstrap, confidence, max_error)
     _validate(predictions, stereotypes, anti_stereotypes, groups, denominator, examples, instructions, clusters, max_constant)
     mode = "text" if isinstance(predictions[0], str) else "logprob"
     labels, reasons, soft = [], [], []
@@ -399,8 +413,7 @@ class ItapAtBias(evaluate.Metric):
         """Score the answers (see the arguments below)."""
         # evaluate 0.4.6 crashes (KeyError 'references') on a prediction of the wrong type when a
         # module declares several input formats; check types first and name the row.
-        if predictions is not None:
-            _check_prediction_types(predictions)
+        _check_prediction_types(predictions)  # also None: a clear message, not evaluate's TypeError
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, stereotypes, anti_stereotypes, groups=None, denominator="all", return_labels=False,
