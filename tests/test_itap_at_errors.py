@@ -116,8 +116,15 @@ def test_non_empty_output_needs_force(tmp_path, pat_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("user data")
+    # A folder of the user's files is never replaced, not even with --force (issue 15).
+    for force in (False, True):
+        with pytest.raises(BuildError, match="is not an equita build"):
+            itap_at.build(out, pat_path=pat_path, force=force)
+        assert (out / "keep.txt").read_text() == "user data"
+    # A build is replaced, and only with --force.
+    built = tmp_path / "built"
+    itap_at.build(built, pat_path=pat_path)
     with pytest.raises(BuildError, match="pass --force"):
-        itap_at.build(out, pat_path=pat_path)
-    assert (out / "keep.txt").read_text() == "user data"
-    itap_at.build(out, pat_path=pat_path, force=True)
-    assert not (out / "keep.txt").exists() and (out / "manifest.json").is_file()
+        itap_at.build(built, pat_path=pat_path)
+    itap_at.build(built, pat_path=pat_path, force=True)
+    assert (built / "manifest.json").is_file()
