@@ -278,14 +278,22 @@ def is_build(folder: Path) -> bool:
     return isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
 
 
+def file_in_the_way(out: Path) -> str | None:
+    """Why no folder can be at `out` (it is a file, or lies below one), or None."""
+    if out.exists() and not out.is_dir():
+        return "is a file, not a folder"
+    for parent in out.parents:
+        if parent.exists() and not parent.is_dir():
+            return f"{parent} is a file, so no folder can be made below it"
+    return None
+
+
 def check_output_folder(out: Path, force: bool) -> None:
     """Refuse an --out that a build must not replace; every message says what to do instead."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise BuildError(f"{out}: is a file, not a folder; choose another --out")
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            raise BuildError(f"{out}: {parent} is a file, so no folder can be made below it")
+    blocked = file_in_the_way(out)
+    if blocked:
+        raise BuildError(f"{out}: {blocked}; choose another --out")
     if Path.cwd().resolve() == out.resolve() or out.resolve() in Path.cwd().resolve().parents:
         raise BuildError(f"{out}: is the current folder or contains it; build into a subfolder (e.g. --out {out / 'build'})")
     if out.is_dir() and any(out.iterdir()):

@@ -25,7 +25,7 @@ from typing import Callable
 from tqdm.auto import tqdm
 
 import equita.metrics
-from equita.builders.common import sha256_file
+from equita.builders.common import file_in_the_way, sha256_file
 from equita.runners import data, report
 from equita.runners.cache import RequestCache, request_key
 from equita.runners.models import load_model
@@ -43,11 +43,9 @@ class RunError(ValueError):
 
 def check_out(out: Path) -> None:
     """--out must be a folder this process can write, checked before anything is loaded."""
-    if out.exists() and not out.is_dir():
-        raise RunError(f"--out {out}: is a file, not a folder")
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            raise RunError(f"--out {out}: {parent} is a file, so no folder can be made below it")
+    blocked = file_in_the_way(out)
+    if blocked:
+        raise RunError(f"--out {out}: {blocked}")
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".equita-write-check."):

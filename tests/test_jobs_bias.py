@@ -168,12 +168,16 @@ def test_add_batch_then_compute(metric):
     assert metric.compute(n_bootstrap=0)["bias_score"] == 0.5
 
 
-def _card_columns(**changes):
-    columns = _columns(CARD_ENTRIES)
+def _changed(columns, **changes):
+    """`columns` with one entry replaced per named column: name=(index, value)."""
     for name, (index, value) in changes.items():
         columns[name] = list(columns[name])
         columns[name][index] = value
     return columns
+
+
+def _card_columns(**changes):
+    return _changed(_columns(CARD_ENTRIES), **changes)
 
 
 def _drop(index):
@@ -387,11 +391,7 @@ def test_card_code_of_the_second_example_runs(metric):
 
 
 def _bad_template_columns(**changes):
-    columns = _template_columns(TEMPLATE_ENTRIES)
-    for name, (index, value) in changes.items():
-        columns[name] = list(columns[name])
-        columns[name][index] = value
-    return columns
+    return _changed(_template_columns(TEMPLATE_ENTRIES), **changes)
 
 
 BAD_NEW = [
