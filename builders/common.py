@@ -123,30 +123,71 @@ def table_path(builder: str, name: str) -> Path:
     return Path(str(resources.files("equita.builders") / "tables" / builder / name))
 
 
+def read_text(path: Path) -> str:
+    """A text file read strictly: it must exist, be a file, be UTF-8 and hold no NUL byte.
+
+    Every source a builder reads goes through here, so that a wrong path, a binary file or a
+    file in another encoding is one line naming the file (and the line), never a traceback.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise BuildError(f"{path}: not found")
+    if not path.is_file():
+        raise BuildError(f"{path}: not a file (a folder?)")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise BuildError(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise BuildError(f"{path}:{line}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}); save the file as UTF-8") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise BuildError(f"{path}:{text.count(chr(10), 0, nul) + 1}: NUL byte in a text file (binary or damaged)")
+    return text.removeprefix("\ufeff")  # a byte-order mark is not part of the header
+
+
+def parse_json(text: str, path: Path | str, first_line: int = 1):
+    """JSON text (NaN allowed, as P-AT needs); an error names the file's line, deep nesting is refused.
+
+    `first_line`: where `text` starts in the file (a JSON-lines record is parsed alone).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BuildError(f"{path}:{first_line + error.lineno - 1}: not valid JSON ({error.msg}, column {error.colno})") from None
+    except RecursionError:
+        raise BuildError(f"{path}:{first_line}: JSON nested too deeply") from None
+
+
 def read_tsv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]:
     """Rows of a tab-separated table with their line numbers; the header must hold `columns`."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None:
-            raise BuildError(f"{path}:1: empty table")
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise BuildError(f"{path}:1: missing column(s) {missing}; header is {header}")
-        rows = []
-        for line, values in enumerate(reader, start=2):
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t")
+    header = next(reader, None)
+    if header is None:
+        raise BuildError(f"{path}:1: empty table")
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise BuildError(f"{path}:1: missing column(s) {missing}; header is {header}")
+    rows = []
+    try:
+        for values in reader:
+            line = reader.line_num
             if not values:
                 continue
             if len(values) != len(header):
                 raise BuildError(f"{path}:{line}: {len(values)} fields, expected {len(header)} ({header})")
             rows.append((line, dict(zip(header, values))))
+    except csv.Error as error:
+        raise BuildError(f"{path}:{reader.line_num}: {error}") from None
     return rows
 
 
 def read_yaml(path: Path) -> dict:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+        return yaml.safe_load(read_text(path))
     except yaml.YAMLError as error:
         raise BuildError(f"{path}: invalid YAML: {error}") from None
 
@@ -351,17 +392,32 @@ def make_readable(folder: Path) -> None:
 
 
 def verify_manifest(folder: Path) -> list[str]:
-    """Problems between a built folder and its manifest (empty when they match)."""
+    """Problems between a built folder and its manifest (empty when they match).
+
+    The manifest is read as untrusted: a name in it is looked up only as a relative path made of
+    plain components (no "..", no absolute path), so a crafted manifest reads nothing outside.
+    """
     folder = Path(folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        return [f"manifest.json: cannot be read ({type(error).__name__})"]
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict):
+        return ["manifest.json: no 'files' mapping"]
     problems = []
-    listed = manifest["files"]
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json"}
     for name in sorted(present - set(listed)):
         problems.append(f"{name}: not in manifest")
     for name, entry in sorted(listed.items()):
-        path = folder / name
-        if not path.is_file():
+        try:
+            path = folder.joinpath(*(path_part(part, "manifest entry") for part in name.split("/")))
+        except ValueError as error:
+            problems.append(f"manifest.json: {error}")
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            problems.append(f"{name}: manifest entry has no sha256")
+        elif not path.is_file():
             problems.append(f"{name}: listed in manifest but missing")
         elif sha256_file(path) != entry["sha256"]:
             problems.append(f"{name}: sha256 differs from manifest")

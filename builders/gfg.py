@@ -21,6 +21,8 @@ from equita.builders.common import (
     UpstreamFile,
     config_files,
     fetch,
+    parse_json,
+    read_text,
     render_card,
     sha256_file,
     table_path,
@@ -109,14 +111,13 @@ FIELD_NOTES = {
 
 def prompt_prefix(config: str, folder: Path | None = None) -> str:
     path = Path(folder) / f"prompt-{config}.txt" if folder else table_path(TABLES, f"prompt-{config}.txt")
-    return path.read_text(encoding="utf-8")
+    return read_text(path)
 
 
 def read_source_tsv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]:
     """A source TSV read strictly: tab-split lines, no quoting (texts hold quotes), exact header."""
     rows = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        lines = handle.read().split("\n")
+    lines = read_text(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
@@ -217,11 +218,7 @@ def load_gente(path: Path, partial: bool) -> list[dict]:
 
 def load_gflit(path: Path) -> list[dict]:
     """A GFL-it file (JSON list or JSON lines): id_text, text, list_spans [{span, start, end, labels, key_span}], rewritten_texts_*."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        records = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as error:
-        raise BuildError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    records = _gflit_records(path, read_text(path))
     seen = set()
     for number, record in enumerate(records, start=1):
         where = f"{path}: record {number}"
@@ -230,6 +227,9 @@ def load_gflit(path: Path) -> list[dict]:
         for key in ("id_text", "text", "list_spans"):
             if key not in record:
                 raise BuildError(f"{where}: missing {key!r}")
+        if isinstance(record["id_text"], bool) or not isinstance(record["id_text"], (str, int)) or not str(record["id_text"]).strip():
+            # null, NaN or a float would be stored as "None", "nan" or "3.0": an id must be written as the corpus writes it.
+            raise BuildError(f"{where}: id_text {record['id_text']!r} must be a non-empty string or an integer")
         if str(record["id_text"]) in seen:
             raise BuildError(f"{where}: id_text {record['id_text']!r} repeated")
         seen.add(str(record["id_text"]))
@@ -241,7 +241,11 @@ def load_gflit(path: Path) -> list[dict]:
             if not isinstance(span, dict) or any(key not in span for key in ("span", "start", "end", "labels", "key_span")):
                 raise BuildError(f"{where}: span {k} needs span, start, end, labels and key_span")
             start, end = span["start"], span["end"]
-            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(record["text"])):
+            if not all(isinstance(offset, int) and not isinstance(offset, bool) for offset in (start, end)):
+                raise BuildError(f"{where}: span {k} offsets must be integers (character positions), got start={start!r} end={end!r}")
+            if not isinstance(span["span"], str):
+                raise BuildError(f"{where}: span {k}: span must be a string, got {span['span']!r}")
+            if not 0 <= start < end <= len(record["text"]):
                 raise BuildError(f"{where}: span {k} has offsets {start}-{end} outside the text")
             if record["text"][start:end] != span["span"]:
                 raise BuildError(f"{where}: span {k} is {span['span']!r} but the text at {start}-{end} is {record['text'][start:end]!r}")
@@ -252,6 +256,29 @@ def load_gflit(path: Path) -> list[dict]:
                 raise BuildError(f"{where}: {key} must be a string or a list of strings")
     if not records:
         raise BuildError(f"{path}: no records")
+    return records
+
+
+def _gflit_records(path: Path, text: str) -> list:
+    """The records of a GFL-it file: one JSON list (or one object, pretty-printed or not), else JSON lines."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise BuildError(f"{path}: empty file")
+    if stripped.startswith("["):
+        records = parse_json(text, path)
+        if not isinstance(records, list):
+            raise BuildError(f"{path}: expected a JSON list of records")
+        return records
+    try:
+        whole = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        whole = None  # JSON lines, read one by one below for an error that names the right line
+    if isinstance(whole, dict):
+        return [whole]
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            records.append(parse_json(line, path, first_line=number))
     return records
 
 

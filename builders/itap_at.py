@@ -29,6 +29,8 @@ from equita.builders.common import (
     UpstreamFile,
     config_files,
     fetch,
+    parse_json,
+    read_text,
     read_tsv,
     read_yaml,
     render_card,
@@ -333,11 +335,8 @@ def _choose_example(row_id: str, candidates: list[str]) -> str:
 
 
 def load_pat(path: Path) -> dict:
-    try:
-        # P-AT.json is not strict JSON (bare NaN inputs); Python's json accepts NaN.
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BuildError(f"{path}: not valid JSON: {error}") from None
+    # P-AT.json is not strict JSON (bare NaN inputs); Python's json accepts NaN.
+    data = parse_json(read_text(path), path)
     if not isinstance(data, dict):
         raise BuildError(f"{path}: expected {{group: {{weat: [rows]}}}}, got {type(data).__name__}")
     return data

@@ -322,7 +322,7 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     else:
         lm_eval_version = None
     model = load_model(options.model, device=options.device, dtype=options.dtype)
-    folder_model = model.info.path
+    folder_model = str(model.folder)
     options.out.mkdir(parents=True, exist_ok=True)
     rate = matmul_rate()
     log(f"matrix multiply: {rate / 1e9:.0f} GFLOP/s (float32, {torch.get_num_threads()} threads)")

@@ -59,6 +59,9 @@ def build(
     except BuildError as error:
         console.print(f"[red]build failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted:[/yellow] {escape(str(out))} is as it was (a build appears whole or not at all)")
+        raise typer.Exit(130) from None
     table = Table(title=f"{spec.title} v{spec.version} -> {out}")
     table.add_column("file")
     table.add_column("bytes", justify="right")

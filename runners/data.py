@@ -46,12 +46,22 @@ class DatasetInfo:
 
 
 def card_version(card: Path) -> str | None:
-    """The `version` field of a dataset card's YAML front matter."""
-    text = card.read_text(encoding="utf-8")
+    """The `version` field of a dataset card's YAML front matter (safe YAML: tags are refused)."""
+    try:
+        text = Path(card).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{card}: not UTF-8 (byte offset {error.start})") from None
     match = re.match(r"---\n(.*?)\n---\n", text, re.S)
     if not match:
         return None
-    header = yaml.safe_load(match.group(1)) or {}
+    try:
+        header = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        line = f":{where.line + 2}" if where is not None else ""  # +2: the opening --- is line 1
+        raise DatasetError(f"{card}{line}: the card's YAML header cannot be read ({getattr(error, 'problem', None) or error})") from None
+    if not isinstance(header, dict):
+        raise DatasetError(f"{card}: the card's YAML header is not a mapping")
     return str(header["version"]) if "version" in header else None
 
 

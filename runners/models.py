@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import shutil
+import struct
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -143,10 +144,10 @@ def token_tree(requests: list[tuple[list[int], list[list[int]]]]) -> TokenTree:
 class ModelInfo:
     """What results.json records about the model: enough to load the same weights again."""
 
-    id: str  # what the user passed
+    id: str  # the Hub id or short name the user passed; for a local file or folder, its name only
     source: str  # "hub", "local", "gguf" or "embedded"
     revision: str  # Hub commit, or sha256 of the GGUF file, or a fingerprint of the local folder
-    path: str  # the folder the weights were loaded from
+    path: str  # where the weights were loaded from, as `shareable` writes it
     dtype: str
     device: str
     chat_template: bool
@@ -159,6 +160,21 @@ class ModelInfo:
 
 def cache_root() -> Path:
     return Path(os.environ.get(CACHE_DIR_ENV, Path.home() / ".cache" / "equita"))
+
+
+def shareable(location: str) -> str:
+    """A local path as results.json records it, so that nothing submitted names the user's folders.
+
+    Inside the equita cache: `cache:<path below the cache>`; any other local path: `local:<its
+    name>` (the revision, a checksum, is what identifies the contents); a Hub id stays as it is.
+    """
+    path = Path(location).expanduser()
+    if not path.is_absolute() and not path.exists():
+        return location  # a Hub id
+    try:
+        return "cache:" + path.resolve().relative_to(cache_root().resolve()).as_posix()
+    except ValueError:
+        return "local:" + path.resolve().name
 
 
 def _embedded_gguf(name: str) -> Path:
@@ -192,8 +208,8 @@ def convert_gguf(gguf: Path) -> Path:
         try:
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-        except (OSError, ValueError, KeyError, ImportError) as error:
-            raise ModelError(f"{gguf}: cannot be loaded as a GGUF model by transformers: {error}") from None
+        except (OSError, ValueError, KeyError, ImportError, struct.error, EOFError) as error:  # struct.error, EOFError: a truncated file
+            raise ModelError(f"{gguf}: cannot be loaded as a GGUF model by transformers ({type(error).__name__}: {error}); is the file complete?") from None
         # The weights are already dequantised; drop the GGUF quantiser so they can be saved.
         model.hf_quantizer = None
         model.config.__dict__.pop("quantization_config", None)
@@ -280,6 +296,13 @@ def load_model(
     elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise ModelError(f"model {name!r}: not a folder with a checkpoint, a .gguf file, or a Hub id (org/name)")
     else:
+        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub.utils import validate_repo_id
+
+        try:
+            validate_repo_id(name)
+        except HFValidationError as error:
+            raise ModelError(f"--model {name!r}: no such local file or folder, and not a valid Hub id ({str(error).splitlines()[0]})") from None
         source, load_from, hub_revision, model_revision = "hub", name, revision, revision or ""
     if revision is not None and source != "hub":
         raise ModelError(f"--revision {revision!r} applies to Hub models only; {name!r} is a {source} model")
@@ -307,26 +330,27 @@ def load_model(
         raise
     model.eval()
     info = ModelInfo(
-        id=name,
+        id=name if source in ("hub", "embedded") else path.name,
         source=source,
         revision=model_revision,
-        path=str(load_from),
+        path=shareable(str(load_from)),
         dtype=str(torch_dtype).removeprefix("torch."),
         device=device,
         chat_template=bool(getattr(tokenizer, "chat_template", None)),
         trust_remote_code=trust_remote_code,
         parameters=sum(p.numel() for p in model.parameters()),
     )
-    return LanguageModel(model, tokenizer, info)
+    return LanguageModel(model, tokenizer, info, folder=Path(load_from))
 
 
 class LanguageModel:
     """A causal LM and its tokenizer, answering `Generate` and `Loglikelihood` requests."""
 
-    def __init__(self, model, tokenizer, info: ModelInfo):
+    def __init__(self, model, tokenizer, info: ModelInfo, folder: Path | None = None):
         self.model = model
         self.tokenizer = tokenizer
         self.info = info
+        self.folder = folder  # the local weights (or the Hub id), for peers that load the same model; never recorded
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         if self.pad_id is None:
             self.pad_id = 0  # masked out anyway

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
-import re
-
 from equita.builders.common import path_part, verify_manifest
-from equita.runners.data import card_version
+from equita.runners.data import DatasetError, card_version
 
 
 class PublishError(Exception):
@@ -40,6 +39,20 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     return (HfHubHTTPError, transport.HTTPError, OSError, RuntimeError)
 
 
+def check_repo_id(repo_id: str, option: str) -> str:
+    """An ORG/NAME the Hub accepts, checked before any request (huggingface_hub's rule, our message)."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1:
+        raise PublishError(f"{option} {repo_id!r}: expected ORG/NAME")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise PublishError(f"{option} {repo_id!r}: not a valid Hub repository id ({str(error).splitlines()[0]})") from None
+    return repo_id
+
+
 def _fail(what: str, error: Exception) -> PublishError:
     cause = error.__cause__  # huggingface_hub wraps a failed LFS upload in a RuntimeError
     reason = f"{type(error).__name__}: {error}" + (f" ({type(cause).__name__}: {cause})" if cause is not None else "")
@@ -54,13 +67,17 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
     """
     from huggingface_hub import HfApi
 
+    check_repo_id(repo_id, "--repo-id")
     folder = Path(folder)
     if not (folder / "manifest.json").is_file() or not (folder / "README.md").is_file():
         raise PublishError(f"{folder}: not a folder built by `equita build` (README.md or manifest.json missing)")
     problems = verify_manifest(folder)
     if problems:
         raise PublishError(f"{folder}: files differ from manifest.json ({'; '.join(problems[:5])}); rebuild it before publishing")
-    declared = card_version(folder / "README.md")
+    try:
+        declared = card_version(folder / "README.md")
+    except DatasetError as error:
+        raise PublishError(str(error)) from None
     if declared != version:
         raise PublishError(f"{folder}: its card declares version {declared}, not {version}; publish the version you built")
     tag = f"v{version}"
@@ -98,6 +115,7 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
+    check_repo_id(repo_id, "--repo-id")
     folder = Path(folder)
     module = folder.name
     name = repo_id.split("/")[-1]
@@ -131,6 +149,26 @@ def _slug(text: str) -> str:
     from urllib.parse import quote
 
     return path_part(quote(text, safe="-."), "model id")
+
+
+def _without_local_paths(value):
+    """A results record with no local path left in it: what is submitted is public.
+
+    A path (a results file written before paths were recorded shareably, or one in a message)
+    becomes `cache:...` / `local:<name>`, and the home folder in any text becomes `~`.
+    """
+    from equita.runners.models import shareable
+
+    if isinstance(value, dict):
+        return {key: _without_local_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_local_paths(item) for item in value]
+    if isinstance(value, str):
+        if os.path.isabs(value):
+            return shareable(value)
+        home = str(Path.home())
+        return value.replace(home, "~") if len(home) > 1 else value
+    return value
 
 
 def _open_pull_with_title(api, repo_id: str, repo_type: str, title: str):
@@ -182,6 +220,12 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
 
     from equita.runners.report import ReportError, headline, load_results, validate_results
 
+    check_repo_id(results_repo, "--results-repo")
+    if model_repo is not None:
+        check_repo_id(model_repo, "--model-repo")
+    if "/" in datasets_org:
+        raise PublishError(f"--datasets-org {datasets_org!r}: an organisation name, without '/'")
+    check_repo_id(f"{datasets_org}/x", "--datasets-org")  # an organisation: ORG/NAME's first half
     try:
         results = load_results(Path(results_dir))
     except ReportError as error:
@@ -189,6 +233,7 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     problems = validate_results(results)
     if problems:
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
+    results = _without_local_paths(results)
     from equita.builders import TASKS
 
     # What becomes a repository path is checked against what it must be, not trusted.

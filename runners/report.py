@@ -122,6 +122,10 @@ def validate_results(results: dict) -> list[str]:
             problems.append(f"{where}: {error}")
             continue
         need(where, task, {"dataset": dict, "request": dict, "prompts_sha256": str, "n": int, "metric": dict, "results": (dict, type(None)), "timings": dict})
+        if isinstance(task, dict) and "rows_in_dataset" in task:
+            total, n = task["rows_in_dataset"], task.get("n")
+            if isinstance(total, bool) or not isinstance(total, int) or (isinstance(n, int) and total < n):
+                problems.append(f"{where}.rows_in_dataset: {total!r} is not a row count at least n")
         if isinstance(task, dict) and isinstance(task.get("dataset"), dict):
             need(f"{where}.dataset", task["dataset"], {"id": str, "repo": str, "location": str, "config": str, "version": str, "revision": str})
         if isinstance(task, dict) and isinstance(task.get("metric"), dict):
@@ -516,8 +520,12 @@ def single_report(results: dict, out: Path) -> str:
         f"equita {results['equita']['version']}; run {results['created']}.",
         "",
     ]
-    if results["settings"].get("limit") is not None:
-        lines += [f"**Quick look: `--limit {results['settings']['limit']}` rows per task; not comparable with full runs.**", ""]
+    cut = limited_tasks(results)
+    if cut:
+        lines += [f"**Quick look: `--limit {results['settings']['limit']}` kept only part of {', '.join(md(name) for name in cut)}; "
+                  "not comparable with full runs.**", ""]  # fmt: skip
+    elif results["settings"].get("limit") is not None:
+        lines += [f"`--limit {results['settings']['limit']}` is at or above every task's size: every row was scored, the run is complete.", ""]
     for name, task in results["tasks"].items():
         dataset, metric = task["dataset"], task["metric"]
         table, figures = SECTIONS.get(metric["name"], (_generic_table, ()))
@@ -595,7 +603,7 @@ def comparison_report(all_results: list[dict], out: Path) -> str:
     lines += [tabulate(body, headers=["task", "group", *labels], tablefmt="github", disable_numparse=True), ""]
     # The figure shows the bias metrics, whose groups and intervals line up across models.
     tasks = [name for name in tasks if any(r["tasks"].get(name, {}).get("results") and r["tasks"][name]["metric"]["name"] in SCALES for r in all_results)]
-    limited = [label for label, r in zip(labels, all_results) if r["settings"].get("limit") is not None]
+    limited = [label for label, r in zip(labels, all_results) if limited_tasks(r)]
     if limited:
         lines += [f"Runs with `--limit` (not comparable with full runs): {', '.join(limited)}.", ""]
     if tasks:
@@ -632,6 +640,14 @@ def comparison_plot(all_results: list[dict], labels: list[str], tasks: list[str]
     figure.tight_layout(rect=(0, 0.06, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def limited_tasks(results: dict) -> list[str]:
+    """The tasks that --limit cut short (a limit at or above a task's size cuts nothing).
+    Results written before `rows_in_dataset` was recorded count as cut whenever a limit was set."""
+    if results["settings"].get("limit") is None:
+        return []
+    return [name for name, task in results["tasks"].items() if not isinstance(task.get("rows_in_dataset"), int) or task["n"] < task["rows_in_dataset"]]
 
 
 def write_report(all_results: list[dict], out: Path) -> Path:

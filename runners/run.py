@@ -28,7 +28,7 @@ import equita.metrics
 from equita.builders.common import file_in_the_way, sha256_file
 from equita.runners import data, report
 from equita.runners.cache import RequestCache, request_key
-from equita.runners.models import load_model
+from equita.runners.models import load_model, shareable
 from equita.runners.report import RESULTS_SCHEMA
 from equita.runners.requests import Loglikelihood
 from equita.runners.tasks import EvalTask, select_tasks
@@ -196,8 +196,8 @@ def limited(task: EvalTask, rows: list[dict], limit: int | None) -> list[dict]:
     return [rows[i] for i in data.spread(len(rows), limit)]
 
 
-def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[EvalTask, data.DatasetInfo, list[dict]]]:
-    """Rows and provenance of every task, before any model is loaded (a bad dataset fails fast)."""
+def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[EvalTask, data.DatasetInfo, list[dict], int]]:
+    """Rows, provenance and full size of every task, before any model is loaded (a bad dataset fails fast)."""
     located: dict[str, tuple[str, str, str]] = {}
     loaded: dict[tuple[str, str], list[dict]] = {}
     prepared = []
@@ -209,8 +209,9 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
         if (spec.id, task.config) not in loaded:
             loaded[(spec.id, task.config)] = data.load_rows(task.config, task.split, where, location, revision)
         rows = limited(task, loaded[(spec.id, task.config)], options.limit)
-        info = data.DatasetInfo(spec.id, where, location, task.config, task.split, spec.version, revision)
-        prepared.append((task, info, rows))
+        # Recorded without the user's folders (results are submitted to a public repository).
+        info = data.DatasetInfo(spec.id, shareable(where), location, task.config, task.split, spec.version, revision)
+        prepared.append((task, info, rows, len(loaded[(spec.id, task.config)])))
     return prepared
 
 
@@ -244,7 +245,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
     }
     samples = []
     revision = model.info.revision
-    for task, dataset, rows in prepared:
+    for task, dataset, rows, rows_in_dataset in prepared:
         requests = [task.request(row) for row in rows]
         rendered = [model.render(request) for request in requests]
         keys = [request_key(request, text) for request, text in zip(requests, rendered)]
@@ -300,6 +301,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
                         "format": "chat_template" if first.chat and model.info.chat_template else "plain"},  # fmt: skip
             "prompts_sha256": hashlib.sha256("".join(keys).encode()).hexdigest(),
             "n": len(rows),
+            "rows_in_dataset": rows_in_dataset,  # n is smaller only when --limit cut the task
             "metric": {"name": task.metric, "module_sha256": metric_sha, "options": metric_options},
             "results": {k: v for k, v in scored.items() if k not in task.per_row_keys} if scored is not None else None,
             "not_computed": not_computed,

@@ -7,11 +7,14 @@ import json
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The command as the tests run it: this interpreter's equita, whatever is (or is not) on PATH.
+EQUITA = [sys.executable, "-m", "equita.runners"]
 # Nothing in the suite may reach the Hub, or touch the user's equita cache. The cache lives in
 # .pytest_cache so a developer's reruns reuse the converted model; CI starts from a clean clone.
 # Set before anything imports huggingface_hub, which reads these once.

@@ -12,6 +12,8 @@ from importlib import metadata
 
 import pytest
 
+from conftest import EQUITA
+
 from equita.builders import get_task
 from equita.runners import bench
 
@@ -146,7 +148,7 @@ def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
 
 def _equita(*args: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "EQUITA_SOURCE_DIR"}
-    return subprocess.run(["equita", *args], capture_output=True, text=True, env=environment, timeout=900)
+    return subprocess.run([*EQUITA, *args], capture_output=True, text=True, env=environment, timeout=900)
 
 
 def test_bad_limit_is_refused():

@@ -8,14 +8,14 @@ import subprocess
 import pytest
 from datasets import load_dataset
 
-from conftest import PAT_MIRROR, UPSTREAM
+from conftest import EQUITA, PAT_MIRROR, UPSTREAM
 
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "EQUITA_SOURCE_DIR"}
     environment.update(env or {})
-    return subprocess.run(["equita", *args], capture_output=True, text=True, env=environment, timeout=300)
+    return subprocess.run([*EQUITA, *args], capture_output=True, text=True, env=environment, timeout=300)
 
 
 @pytest.mark.skipif(not PAT_MIRROR.is_file(), reason="needs the P-AT mirror in ../shared/upstream (CI has it)")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import hub_server
-from conftest import REPO
+from conftest import EQUITA, REPO
 from equita.builders import jobs
 from equita.builders.common import table_path, verify_manifest
 
@@ -21,7 +21,8 @@ TOKEN = "hf_secret_test_token_0123456789"
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     server, state = hub_server.start()
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE")}
+    # Whatever the caller's offline switches (TRANSFORMERS_OFFLINE counts for huggingface_hub too), this Hub is reachable.
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
     env.update(
         HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN,
         HF_HOME=str(tmp_path_factory.mktemp("hf-home")), HF_HUB_DISABLE_TELEMETRY="1",
@@ -31,7 +32,7 @@ def hub(tmp_path_factory):
 
 
 def equita(env, *args) -> subprocess.CompletedProcess:
-    done = subprocess.run(["equita", *args], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([*EQUITA, *args], capture_output=True, text=True, env=env, timeout=300)
     assert TOKEN not in done.stdout + done.stderr  # the token never reaches the output
     return done
 

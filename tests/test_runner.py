@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EQUITA
 from equita.runners import report
 from equita.runners.data import DatasetError
 from equita.runners.models import LanguageModel
@@ -194,7 +195,7 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, m
 
 def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_path, itap_dir, smollm2):
     out = tmp_path / "run"
-    command = ["equita", "run", "--model", "smollm2", "--tasks", "itap-at", "--datasets", str(itap_dir),
+    command = [*EQUITA, "run", "--model", "smollm2", "--tasks", "itap-at", "--datasets", str(itap_dir),
                "--limit", "12", "--batch-size", "1", "--out", str(out)]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cache = out / "requests.jsonl"
@@ -221,7 +222,7 @@ def test_report_command_compares_models_side_by_side(first_run, tmp_path):
     changed["tasks"]["itap-at"]["results"].update(bias_score=0.5, ci_low=0.25, ci_high=0.625)
     (other / "results.json").write_text(json.dumps(changed))
     target = tmp_path / "cmp"
-    done = subprocess.run(["equita", "report", str(out), str(other), "--out", str(target)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*EQUITA, "report", str(out), str(other), "--out", str(target)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     text = (target / "comparison.md").read_text()
     header = next(line for line in text.splitlines() if line.startswith("| task"))
@@ -294,7 +295,7 @@ def test_command_line_errors_are_clear(tmp_path, itap_dir, args, code, message):
     base = {"--model": "smollm2", "--datasets": str(itap_dir), "--out": str(tmp_path / "out"), "--tasks": "itap-at"}
     for flag, value in zip(args[::2], args[1::2]):
         base[flag] = value
-    command = ["equita", "run", *[x for pair in base.items() for x in pair]]
+    command = [*EQUITA, "run", *[x for pair in base.items() for x in pair]]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == code, done.stderr
     assert message in " ".join(done.stderr.split())

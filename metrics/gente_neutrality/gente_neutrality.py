@@ -7,6 +7,7 @@ serves this one file. Pure functions first, the thin `evaluate` class last.
 """
 
 import numbers
+import unicodedata
 
 import datasets
 import evaluate
@@ -20,6 +21,17 @@ LABELS = (NEUTRAL, GENDERED)
 DEFAULT_MODEL = "FBK-MT/GeNTE-evaluator"
 DEFAULT_TOKENIZER = "Musixmatch/umberto-commoncrawl-cased-v1"
 DEFAULT_MAX_LENGTH = 64
+
+FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # ＡＢＣ！ -> ABC!
+
+
+def canonical_text(text: str) -> str:
+    """NFC, format characters removed (zero-width space, soft hyphen, direction marks, BOM),
+    full-width ASCII as ASCII: the canonical text every equita metric reads (the module is
+    self-contained for its Hub Space, so the five lines live in each metric; test_metric_text_normalisation
+    checks they agree)."""
+    text = unicodedata.normalize("NFC", text).translate(FULL_WIDTH)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def _check(predictions, references):
@@ -87,7 +99,8 @@ def load_classifier(model=DEFAULT_MODEL, tokenizer=DEFAULT_TOKENIZER, max_length
 def compute_accuracy(predictions, references, classify, return_labels=False):
     """The whole metric with any classifier function (texts -> 'neutral'/'gendered' labels)."""
     _check(predictions, references)
-    labels = list(classify(list(predictions)))
+    # The classifier reads canonical text: an invisible character or NFD must not change a label.
+    labels = list(classify([canonical_text(text) for text in predictions]))
     if len(labels) != len(predictions):
         raise ValueError(f"the classifier returned {len(labels)} labels for {len(predictions)} outputs")
     return score_labels(labels, list(references), return_labels=return_labels)

@@ -6,6 +6,7 @@ similarity next, the thin `evaluate` class last.
 """
 
 import math
+import unicodedata
 
 import bert_score
 import datasets
@@ -20,6 +21,17 @@ DEFAULT_MODEL = "bert-base-multilingual-cased"
 DEFAULT_LAYERS = {DEFAULT_MODEL: 9}
 ANSWER_MARKER = "]:"  # the few-shot prompt's "[Espressione]:"
 NONE_ANSWER = "0"
+
+FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}  # ＡＢＣ！ -> ABC!
+
+
+def canonical_text(text: str) -> str:
+    """NFC, format characters removed (zero-width space, soft hyphen, direction marks, BOM),
+    full-width ASCII as ASCII: the canonical text every equita metric reads (the module is
+    self-contained for its Hub Space, so the five lines live in each metric; test_metric_text_normalisation
+    checks they agree)."""
+    text = unicodedata.normalize("NFC", text).translate(FULL_WIDTH)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def extract_answer(raw: str) -> str:
@@ -52,7 +64,7 @@ def parse_expressions(raw: str) -> list[str]:
     >>> parse_expressions(" 0 "), parse_expressions(""), parse_expressions(" ; ")
     ([], [], [])
     """
-    text = extract_answer(raw)
+    text = extract_answer(canonical_text(raw))
     if text in ("", NONE_ANSWER):
         return []
     separator = ";" if ";" in text else ","
@@ -196,7 +208,7 @@ def compute_detection(predictions, references, similarity=None, mode=PAPER, retu
     if not callable(similarity):
         raise ValueError(f"similarity must be a callable (golds, preds) -> matrix, not {type(similarity).__name__}")
     # Gold items are stripped; empty ones dropped (the reference data has one: GFL-it entry 544).
-    golds = [[item.strip() for item in reference if item.strip()] for reference in references]
+    golds = [[item.strip() for item in map(canonical_text, reference) if item.strip()] for reference in references]
     preds = [parse_expressions(prediction) for prediction in predictions]
     if hasattr(similarity, "precompute"):
         similarity.precompute([(g, p) for gs, ps in zip(golds, preds) for g in gs for p in ps])
