@@ -59,9 +59,10 @@ def load_results(folder: Path) -> dict:
         raise ReportError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     except RecursionError:
         raise ReportError(f"{path}: nested too deeply to be a results file") from None
-    if not isinstance(results, dict) or results.get("schema") != RESULTS_SCHEMA:
-        schema = results.get("schema") if isinstance(results, dict) else None
-        raise ReportError(f"{path}: schema {schema!r}, this equita reads {RESULTS_SCHEMA!r}")
+    if not isinstance(results, dict):
+        raise ReportError(f"{path}: not a JSON object (a results file is one object; this is a {type(results).__name__})")
+    if results.get("schema") != RESULTS_SCHEMA:
+        raise ReportError(f"{path}: schema {results.get('schema')!r}, this equita reads {RESULTS_SCHEMA!r}")
     problems = validate_results(results)
     if problems:
         raise ReportError(f"{path}: does not follow the results schema: {'; '.join(problems[:3])}")

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -218,9 +219,16 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
 def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
     """Run, write results.json, samples.jsonl and the report into options.out; return the results."""
     out = Path(options.out)
+    created = not out.exists()
     check_out(out)
-    with locked(out):
-        return _run(options, out, log)
+    try:
+        with locked(out):
+            return _run(options, out, log)
+    except BaseException:
+        # A run that fails before it saved anything leaves no empty folder behind.
+        if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def _run(options: RunOptions, out: Path, log) -> dict:

@@ -48,11 +48,16 @@ def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_
     assert results["schema"] == "equita.results/1"
     assert results["equita"]["version"] == "0.2.0"
     assert results["model"]["id"] == "smollm2" and len(results["model"]["revision"]) == 64
+    assert results["model"]["path"].startswith("cache:models/SmolLM2-135M-Instruct")
+    text = (out / "results.json").read_text()
+    assert str(itap_dir) not in text and str(out) not in text and '"/' not in text  # no absolute path anywhere
     assert results["settings"] == {"tasks": list(TASKS), "limit": LIMIT, "batch_size": 4}
     assert list(results["tasks"]) == list(TASKS)
     for name, task in results["tasks"].items():
         dataset = task["dataset"]
-        assert (dataset["id"], dataset["repo"], dataset["location"], dataset["config"]) == ("itap_at", str(itap_dir), "local", "all")
+        # The user's folders are not recorded: only the folder's name (its checksum is the revision).
+        assert (dataset["id"], dataset["repo"], dataset["location"], dataset["config"]) == ("itap_at", f"local:{itap_dir.name}", "local", "all")
+        assert task["rows_in_dataset"] == 2310 and task["n"] < task["rows_in_dataset"]
         assert dataset["version"] == "2.0.0" and dataset["revision"].startswith("manifest-sha256:")
         assert task["n"] == LIMIT and task["results"]["n"] == LIMIT
         assert task["metric"]["name"] == "itap_at_bias" and len(task["metric"]["module_sha256"]) == 64

@@ -43,6 +43,8 @@ def _set(path, value):
 
 # (case, change to a valid results.json or raw bytes, message the report gives)
 BAD = [
+    ("row count not a number", _set(["tasks", "jobs", "rows_in_dataset"], "all"), "tasks.jobs.rows_in_dataset: 'all' is not a row count"),
+    ("row count below n", _set(["tasks", "jobs", "rows_in_dataset"], 3), "tasks.jobs.rows_in_dataset: 3 is not a row count at least n"),
     ("task name climbs out", lambda r: _rename_task(r, "../../outside"), "task name '../../outside' cannot name a file"),
     ("task name is absolute", lambda r: _rename_task(r, "/tmp/evil"), "task name '/tmp/evil' cannot name a file"),
     ("task name is a drive path", lambda r: _rename_task(r, "C:evil"), "task name 'C:evil' cannot name a file"),
@@ -123,3 +125,42 @@ def test_results_files_are_strict_json():
     value = strict({"mean_log_ratio": float("inf"), "groups": {"1": {"x": float("-inf"), "y": float("nan")}}, "n": [1, 2.5]})
     assert value == {"mean_log_ratio": None, "groups": {"1": {"x": None, "y": None}}, "n": [1, 2.5]}
     json.dumps(value, allow_nan=False)  # raises on any non-finite number left
+
+
+def test_nothing_submitted_names_a_local_folder(tmp_path, monkeypatch):
+    from equita.runners.models import cache_root, shareable
+
+    home = Path.home()
+    (tmp_path / "mine").mkdir()
+    cases = [
+        (str(cache_root() / "datasets" / "itap_at-2.0.0"), "cache:datasets/itap_at-2.0.0"),
+        (str(tmp_path / "mine"), "local:mine"),
+        (str(home / "models" / "x.gguf"), "local:x.gguf"),
+        ("equita/itap_at", "equita/itap_at"),  # a Hub id stays
+    ]
+    for path, expected in cases:
+        assert shareable(path) == expected
+    # Results written before paths were recorded shareably are cleaned when submitted.
+    old = {"model": {"id": str(home / "m.gguf"), "path": str(cache_root() / "models" / "m-1")},
+           "tasks": {"jobs": {"dataset": {"repo": str(home / "builds" / "jobs")}, "not_computed": f"cannot read {home}/x.bin"}}}  # fmt: skip
+    assert publish._without_local_paths(old) == {
+        "model": {"id": "local:m.gguf", "path": "cache:models/m-1"},
+        "tasks": {"jobs": {"dataset": {"repo": "local:jobs"}, "not_computed": "cannot read ~/x.bin"}},
+    }
+
+
+@pytest.mark.parametrize(
+    "limit, n, rows_in_dataset, quick_look",
+    [(6, 36, 1026, True), (5000, 1026, 1026, False), (171, 1026, 1026, False), (None, 1026, 1026, False), (6, 36, None, True)],
+)  # fmt: skip
+def test_only_a_limit_that_cut_a_task_is_a_quick_look(tmp_path, limit, n, rows_in_dataset, quick_look):
+    # rows_in_dataset None: a results file from before it was recorded; a limit then counts as a cut.
+    results = _results()
+    results["settings"]["limit"] = limit
+    results["tasks"]["jobs"]["n"] = n
+    if rows_in_dataset is not None:
+        results["tasks"]["jobs"]["rows_in_dataset"] = rows_in_dataset
+    assert report.validate_results(results) == []
+    text = report.write_report([results], tmp_path).read_text()
+    assert ("Quick look" in text) == quick_look
+    assert ("every row was scored" in text) == (limit is not None and not quick_look)
