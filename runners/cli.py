@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from equita.builders import TASKS, get_task
-from equita.builders.common import SOURCE_DIR_ENV, BuildError
+from equita.builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
 from equita.runners.publish import PublishError, publish_dataset, publish_metric, submit_results
@@ -164,7 +164,15 @@ def report(
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
     target = out or (results[0] if len(results) == 1 else Path("comparison"))
-    path = write_report(loaded, target)
+    blocked = file_in_the_way(target)
+    if blocked:
+        console.print(f"[red]error:[/red] --out {escape(str(target))}: {escape(blocked)}", highlight=False)
+        raise typer.Exit(1)
+    try:
+        path = write_report(loaded, target)
+    except OSError as error:
+        console.print(f"[red]error:[/red] {escape(str(target))}: cannot be written ({escape(error.strerror or str(error))})", highlight=False)
+        raise typer.Exit(1) from None
     console.print(f"wrote {escape(str(path))}")
 
 
@@ -245,6 +253,10 @@ def bench(
         tools=tuple(t.strip() for t in tools.split(",") if t.strip()), batch_size=batch_size, repeats=repeats,
         limits=limits, device=device, dtype=dtype, datasets=datasets, source_dir=source_dir,
     )  # fmt: skip
+    blocked = file_in_the_way(out)
+    if blocked:
+        console.print(f"[red]error:[/red] --out {escape(str(out))}: {escape(blocked)}", highlight=False)
+        raise typer.Exit(1)
     try:
         run_bench(options, log=_log)
     except (BenchError, ModelError, DatasetError) as error:

@@ -105,6 +105,10 @@ def locate(spec: TaskSpec, datasets: str | None, source_dir: Path | None, log=pr
     """(what load_dataset reads, location, revision) for `spec`, following the order in the module doc."""
     if datasets is not None:
         folder = Path(datasets).expanduser()
+        if not datasets.strip():
+            raise DatasetError("--datasets is empty: give a folder of `equita build` outputs or a Hub organisation")
+        if folder.exists() and not folder.is_dir():
+            raise DatasetError(f"--datasets {datasets}: is a file; give a folder of `equita build` outputs or a Hub organisation")
         if folder.is_dir():
             # DIR/<id>/ (a folder of builds), or DIR itself when it is named after the dataset.
             own = folder / spec.id

@@ -248,8 +248,18 @@ def folder_fingerprint(folder: Path) -> str:
 def _pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda", "mps"):
+        raise ModelError(f"--device {device!r}: not a device equita runs on; use auto, cpu, cuda, cuda:N or mps")
+    if parsed.type == "cuda" and not torch.cuda.is_available():
         raise ModelError(f"--device {device}: no CUDA device is available here")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ModelError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0")
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise ModelError(f"--device {device}: no Apple MPS device is available here")
     return device
 
 
@@ -276,6 +286,8 @@ def load_model(
     """Load `name`: a short name (`smollm2`), a .gguf file, a local folder or a Hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if not name.strip():
+        raise ModelError("--model is empty: give a short name, a .gguf file, a checkpoint folder or a Hub id")
     device = _pick_device(device)
     torch_dtype = _pick_dtype(dtype, device)
     path = Path(name).expanduser()

@@ -151,6 +151,10 @@ RUN = [
     ("a folder that is no checkpoint", lambda tmp: str(tmp), lambda tmp: "out", [], 1, "has no config.json"),
     ("an unknown task", "smollm2", lambda tmp: "out", ["--tasks", "itap-at,nope"], 2, "nope"),
     ("--limit 0", "smollm2", lambda tmp: "out", ["--limit", "0"], 2, "--limit"),
+    ("an empty --model", lambda tmp: "", lambda tmp: "out", [], 1, "--model is empty"),
+    ("a device that is none", "smollm2", lambda tmp: "out", ["--device", "tpu"], 1, "--device 'tpu': not a device equita runs on"),
+    ("a CUDA device past the last", "smollm2", lambda tmp: "out", ["--device", "cuda:99"], 1, "--device cuda:99:"),
+    ("a dtype equita does not run", "smollm2", lambda tmp: "out", ["--dtype", "float64"], 1, "--dtype 'float64': use auto"),
 ]  # fmt: skip
 
 
@@ -178,6 +182,32 @@ REPORT = [
     ("not an object", lambda tmp: _results(tmp, b"[1, 2]"), "not a JSON object"),
     ("a missing key", lambda tmp: _results(tmp, b'{"schema": "equita.results/1"}'), "missing"),
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "case, datasets, message",
+    [("a file", lambda tmp: _file(tmp), "--datasets taken: is a file"), ("empty", lambda tmp: "", "--datasets is empty")],
+)
+def test_run_refuses_a_datasets_option_that_names_nothing(tmp_path, monkeypatch, case, datasets, message):
+    value = datasets(tmp_path)
+    before = tree(tmp_path)
+    code, output = invoke(["run", "--model", "smollm2", "--out", "out", "--tasks", "jobs", "--datasets", value], tmp_path, monkeypatch)
+    assert code == 1 and message in output, output
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["report", "bench"])
+@pytest.mark.parametrize("out, message", [("taken", "--out taken: is a file, not a folder"), ("taken/below", "taken is a file, so no folder")])
+def test_report_and_bench_refuse_an_out_that_cannot_be_a_folder(tmp_path, monkeypatch, command, out, message):
+    _file(tmp_path)
+    from test_untrusted_results import _results as valid_results
+
+    _results(tmp_path, json.dumps(valid_results()).encode())  # a valid results folder: only --out is wrong
+    args = ["report", "res", "--out", out] if command == "report" else ["bench", "--out", out, "--tools", "equita"]
+    before = tree(tmp_path)
+    code, output = invoke(args, tmp_path, monkeypatch)
+    assert code == 1 and message in output, output
+    assert tree(tmp_path) == before
 
 
 @pytest.mark.parametrize("case, folder, message", REPORT, ids=[c[0] for c in REPORT])
