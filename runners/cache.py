@@ -77,14 +77,21 @@ class RequestCache:
             self._read()
 
     def _read(self) -> None:
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip():
                     continue
                 try:
-                    entry = json.loads(line)
+                    # Strictly UTF-8: a damaged byte inside an answer must not become a replacement character that is then scored.
+                    entry = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self.problems.append(f"{self.path.name} line {number}: not UTF-8; its request is recomputed")
+                    continue
                 except json.JSONDecodeError as error:
                     self.problems.append(f"{self.path.name} line {number}: not valid JSON ({error.msg}); its request is recomputed")
+                    continue
+                except RecursionError:
+                    self.problems.append(f"{self.path.name} line {number}: nested too deeply; its request is recomputed")
                     continue
                 if not isinstance(entry, dict) or any(k not in entry for k in self.FIELDS) or not _valid_response(entry["response"]):
                     self.problems.append(f"{self.path.name} line {number}: not a cache entry; its request is recomputed")

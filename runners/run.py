@@ -26,16 +26,17 @@ from typing import Callable
 from tqdm.auto import tqdm
 
 import equita.metrics
-from equita.builders.common import file_in_the_way, sha256_file
+from equita.builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
 from equita.runners import data, report
 from equita.runners.cache import RequestCache, request_key
-from equita.runners.models import load_model, shareable
+from equita.runners.models import cache_root, load_model, shareable
 from equita.runners.report import RESULTS_SCHEMA
 from equita.runners.requests import Loglikelihood
 from equita.runners.tasks import EvalTask, select_tasks
 
 METRICS_DIR = Path(equita.metrics.__file__).resolve().parent
 LOCK_FILE = ".equita.lock"
+RUN_FILES = ("results.json", "samples.jsonl", "report.md", "requests.jsonl", LOCK_FILE)  # what a run writes in --out
 
 
 class RunError(ValueError):
@@ -47,6 +48,15 @@ def check_out(out: Path) -> None:
     blocked = file_in_the_way(out)
     if blocked:
         raise RunError(f"--out {out}: {blocked}")
+    cache = cache_root()
+    blocked = file_in_the_way(cache)
+    if blocked:
+        raise RunError(f"${CACHE_DIR_ENV} {cache}: {blocked}; it must be a folder equita can write (converted models, local builds)")
+    for name in RUN_FILES:
+        if (out / name).exists() and not (out / name).is_file():
+            raise RunError(f"--out {out}: {name} is a folder (or not a file), where the run writes a file; move it away or choose another --out")
+    if (out / "plots").exists() and not (out / "plots").is_dir():
+        raise RunError(f"--out {out}: plots is a file, where the report writes its figures; move it away or choose another --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".equita-write-check."):

@@ -139,7 +139,18 @@ def _file(tmp: Path) -> str:
     return "taken"
 
 
+def _out_holding_a_folder(name: str):
+    def make(tmp: Path) -> str:
+        (tmp / "out" / name).mkdir(parents=True)
+        return "out"
+
+    return make
+
+
 RUN = [
+    ("requests.jsonl is a folder", "smollm2", _out_holding_a_folder("requests.jsonl"), [], 1, "--out out: requests.jsonl is a folder"),
+    ("results.json is a folder", "smollm2", _out_holding_a_folder("results.json"), [], 1, "--out out: results.json is a folder"),
+    ("the lock is a folder", "smollm2", _out_holding_a_folder(".equita.lock"), [], 1, "--out out: .equita.lock is a folder"),
     # (case, --model, --out (made by a function of tmp), extra, exit code, message)
     ("--out is a file", "smollm2", _file, [], 1, "--out taken: is a file, not a folder"),
     ("--out below a file", "smollm2", lambda tmp: _file(tmp) + "/inside", [], 1, "taken is a file, so no folder can be made below it"),
@@ -262,4 +273,13 @@ def test_hub_commands_refuse_bad_input_before_any_request(tmp_path, monkeypatch,
     before = tree(tmp_path)
     code, output = invoke(args, tmp_path, monkeypatch)
     assert code == 1 and message in output, output
+    assert tree(tmp_path) == before
+
+
+def test_run_refuses_a_cache_folder_that_is_a_file(tmp_path, monkeypatch, jobs_datasets):
+    _file(tmp_path)
+    monkeypatch.setenv("EQUITA_CACHE_DIR", str(tmp_path / "taken"))
+    before = tree(tmp_path)
+    code, output = invoke(["run", "--model", "smollm2", "--out", "out", "--tasks", "jobs", "--datasets", str(jobs_datasets)], tmp_path, monkeypatch)
+    assert code == 1 and "$EQUITA_CACHE_DIR" in output and "is a file, not a folder" in output, output
     assert tree(tmp_path) == before

@@ -153,6 +153,8 @@ def test_cache_round_trip_and_keys(tmp_path):
     "line, problem",
     [
         ("{oops", "not valid JSON"),
+        (b'{"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"text": "caff\xe8"}}', "not UTF-8"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ("[1, 2]", "not a cache entry"),
         (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k"}), "not a cache entry"),
         (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"text": 3}}), "not a cache entry"),
@@ -162,7 +164,7 @@ def test_cache_round_trip_and_keys(tmp_path):
 def test_bad_cache_lines_are_reported_not_fatal(tmp_path, line, problem):
     path = tmp_path / "requests.jsonl"
     good = json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "ok", "response": {"text": "x"}})
-    path.write_text(good + "\n" + line + "\n")
+    path.write_bytes(good.encode() + b"\n" + (line if isinstance(line, bytes) else line.encode()) + b"\n")
     cache = RequestCache(path)
     assert len(cache.problems) == 1
     assert cache.problems[0].startswith(f"requests.jsonl line 2: {problem}") and cache.problems[0].endswith("its request is recomputed")
