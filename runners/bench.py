@@ -30,7 +30,8 @@ import torch
 import yaml
 
 from equita.runners import data
-from equita.runners.models import LanguageModel, load_model
+from equita.runners.hf import TransformersModel
+from equita.runners.models import load_model
 from equita.runners.requests import Generate
 from equita.runners.run import limited, write_atomic
 from equita.runners.tasks import EVAL_TASKS
@@ -116,7 +117,7 @@ def lm_eval_task_yaml(name: str, prompts_file: Path, kind: str, max_new_tokens: 
     return task
 
 
-def prepare_workload(workload: Workload, model: LanguageModel, folder: Path, options: BenchOptions, log) -> dict:
+def prepare_workload(workload: Workload, model: TransformersModel, folder: Path, options: BenchOptions, log) -> dict:
     """Write rows.jsonl, prompts.jsonl and the lm-eval YAML; return the workload's description."""
     task = EVAL_TASKS[workload.task]
     where, location, revision = data.locate(task.dataset, options.datasets, options.source_dir, log=log)
@@ -233,7 +234,7 @@ def compare_texts(reference: list[str], other: list[str], margin: Callable[[int,
     return result
 
 
-def tie_margin(model: LanguageModel, prompts: list[dict]) -> Callable[[int, str, str], float | None]:
+def tie_margin(model: TransformersModel, prompts: list[dict]) -> Callable[[int, str, str], float | None]:
     """Recompute, one prompt alone, the step where two answers part: |log p(a) - log p(b)| if both
     parting tokens are the model's top two there, else None. `prompts`: prompts.jsonl's entries."""
 
@@ -273,7 +274,7 @@ def matmul_rate(size: int = 2048, repeats: int = 10) -> float:
     return 2 * size**3 * repeats / (time.perf_counter() - started)
 
 
-def flops_per_token(model: LanguageModel, context: float) -> float:
+def flops_per_token(model: TransformersModel, context: float) -> float:
     """2 x parameters touched per token (embedding lookup excluded, output projection included),
     plus attention over `context` earlier tokens (QK and AV: 4 x layers x context x width)."""
     config = model.model.config
@@ -413,7 +414,7 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     return report
 
 
-def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, model: LanguageModel) -> dict:
+def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, model: TransformersModel) -> dict:
     """Each tool against equita's first run (and equita's own repetitions against each other)."""
     reference = runs["equita"][0]["answers"]
     texts = [entry["prompt"] for entry in prompts]

@@ -30,7 +30,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def run_equita(spec: dict) -> dict:
-    """equita's runner, as `equita run` drives it: task rows -> requests -> LanguageModel.answer."""
+    """equita's runner, as `equita run` drives it: task rows -> requests -> TransformersModel.answer."""
     started = time.perf_counter()
     from equita.runners.models import load_model
     from equita.runners.requests import Generate

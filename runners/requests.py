@@ -38,3 +38,41 @@ class Loglikelihood:
 
 
 Request = Generate | Loglikelihood
+
+
+# Used when a tokenizer has no chat template: the system text, a blank line, the user text and
+# an Italian answer cue. Documented in the README; results record which format was used.
+PLAIN_TEMPLATE = "{system}\n\n{user}\nRisposta:"
+PLAIN_TEMPLATE_NO_SYSTEM = "{user}\nRisposta:"
+
+
+def messages(request: Request) -> list[dict]:
+    """The chat messages of a request: its system text (if any), then the user's."""
+    return ([{"role": "system", "content": request.system}] if request.system else []) + [{"role": "user", "content": request.user}]
+
+
+def has_template(tokenizer) -> bool:
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def render_prompt(request: Request, tokenizer) -> str:
+    """The exact text a model with `tokenizer` reads: the chat template with the assistant's turn
+    opened; for raw-text requests, `user` itself; for tokenizers without a template, plain text."""
+    if not request.chat:
+        return request.user
+    if has_template(tokenizer):
+        return tokenizer.apply_chat_template(messages(request), add_generation_prompt=True, tokenize=False)
+    if request.system:
+        return PLAIN_TEMPLATE.format(system=request.system, user=request.user)
+    return PLAIN_TEMPLATE_NO_SYSTEM.format(user=request.user)
+
+
+def prompt_ids(request: Request, text: str, tokenizer) -> list[int]:
+    """Token ids of a rendered prompt. A rendered chat template already holds its special tokens;
+    plain text gets the tokenizer's own (BOS for most models)."""
+    return tokenizer(text, add_special_tokens=not (request.chat and has_template(tokenizer)))["input_ids"]
+
+
+def continuation_ids(tokenizer, continuation: str) -> list[int]:
+    """A continuation's token ids, tokenised on its own (a leading space stays in the token)."""
+    return tokenizer(continuation, add_special_tokens=False)["input_ids"]

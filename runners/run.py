@@ -130,6 +130,12 @@ class RunOptions:
     device: str = "auto"
     dtype: str = "auto"
     trust_remote_code: bool = False
+    # An OpenAI-compatible server instead of a model in this process: its base URL and settings.
+    server: str | None = None
+    api_key_env: str | None = None
+    tokenizer: str | None = None
+    concurrency: int = 8
+    request_timeout: float = 120.0
     # Per metric, options for compute() on top of the task's (local model paths for BERTScore and the classifier).
     metric_options: dict = field(default_factory=dict)
 
@@ -246,7 +252,11 @@ def _run(options: RunOptions, out: Path, log) -> dict:
     tasks = select_tasks(options.tasks)
     prepared = _prepare(tasks, options, log)
     load_started = time.perf_counter()
-    model = load_model(options.model, options.revision, options.device, options.dtype, options.trust_remote_code)
+    server = None
+    if options.server is not None:
+        server = {"url": options.server, "api_key_env": options.api_key_env, "tokenizer": options.tokenizer,
+                  "concurrency": options.concurrency, "timeout": options.request_timeout, "log": log}  # fmt: skip
+    model = load_model(options.model, options.revision, options.device, options.dtype, options.trust_remote_code, server=server)
     model_load_s = time.perf_counter() - load_started
     earlier = earlier_run(out, model.info.as_dict(), options.limit)
     cache = RequestCache(out / "requests.jsonl")
@@ -267,43 +277,54 @@ def _run(options: RunOptions, out: Path, log) -> dict:
         requests = [task.request(row) for row in rows]
         rendered = [model.render(request) for request in requests]
         keys = [request_key(request, text) for request, text in zip(requests, rendered)]
-        reported = len(cache.problems)
-        answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
-        for problem in cache.problems[reported:]:
-            log(f"{task.name}: {problem}")
-        # Identical requests (the same prompt in two subdatasets) are answered once.
-        todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
-        todo_keys = list(todo)
-        inference_started = time.perf_counter()
-        with tqdm(total=len(answers), initial=len(answers) - len(todo), desc=task.name, unit="req", dynamic_ncols=True) as bar:
-            for positions, responses in model.answer(list(todo.values()), options.batch_size):
-                batch = [(todo_keys[p], response) for p, response in zip(positions, responses, strict=True)]
-                cache.add(revision, task.name, dataset.version, batch)
-                answers.update(batch)
-                bar.update(len(batch))
-        inference_s = time.perf_counter() - inference_started
-        responses = [answers[key] for key in keys]
+        # A backend that cannot answer this kind of request (a server without usable prompt
+        # log-probabilities) leaves the task not computed, with its reason; the other tasks run.
+        reason = model.cannot(requests[0]) if requests else None
+        if reason is None:
+            reported = len(cache.problems)
+            answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
+            for problem in cache.problems[reported:]:
+                log(f"{task.name}: {problem}")
+            # Identical requests (the same prompt in two subdatasets) are answered once.
+            todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
+            todo_keys = list(todo)
+            inference_started = time.perf_counter()
+            with tqdm(total=len(answers), initial=len(answers) - len(todo), desc=task.name, unit="req", dynamic_ncols=True) as bar:
+                for positions, responses in model.answer(list(todo.values()), options.batch_size):
+                    batch = [(todo_keys[p], response) for p, response in zip(positions, responses, strict=True)]
+                    cache.add(revision, task.name, dataset.version, batch)
+                    answers.update(batch)
+                    bar.update(len(batch))
+            inference_s = time.perf_counter() - inference_started
+            responses = [answers[key] for key in keys]
 
-        metric_started = time.perf_counter()
-        metric, metric_sha = load_metric(task.metric)
-        inputs = task.metric_inputs(rows, responses)
-        metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
-        try:
-            scored, not_computed = metric.compute(**inputs, **metric_options), None
-        except OSError as error:
-            # The metric's own model (BERTScore encoder, neutrality classifier) cannot be loaded:
-            # say so and go on; the answers are saved and can be scored later.
-            scored, not_computed = None, f"{task.metric}'s model could not be loaded: {error}"
-            log(f"{task.name}: not computed: {not_computed}")
-        metric_s = time.perf_counter() - metric_started
-        per_row = task.per_row(scored, rows, responses) if scored is not None else [{"not_computed": True} for _ in rows]
+            metric_started = time.perf_counter()
+            metric, metric_sha = load_metric(task.metric)
+            inputs = task.metric_inputs(rows, responses)
+            metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
+            try:
+                scored, not_computed = metric.compute(**inputs, **metric_options), None
+            except OSError as error:
+                # The metric's own model (BERTScore encoder, neutrality classifier) cannot be loaded:
+                # say so and go on; the answers are saved and can be scored later.
+                scored, not_computed = None, f"{task.metric}'s model could not be loaded: {error}"
+                log(f"{task.name}: not computed: {not_computed}")
+            metric_s = time.perf_counter() - metric_started
+            per_row = task.per_row(scored, rows, responses) if scored is not None else [{"not_computed": True} for _ in rows]
 
-        # Each sample carries what the metric was given for its row, so anyone can score it again.
-        per_row_inputs, start = [], 0
-        for row in rows:
-            count = task.entries(row)
-            per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
-            start += count
+            # Each sample carries what the metric was given for its row, so anyone can score it again.
+            per_row_inputs, start = [], 0
+            for row in rows:
+                count = task.entries(row)
+                per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
+                start += count
+        else:
+            log(f"{task.name}: not computed: {reason}")
+            todo, answers, inference_s, metric_s = {}, {}, 0.0, 0.0
+            metric, metric_sha = load_metric(task.metric)
+            metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
+            scored, not_computed = None, reason
+            responses, per_row_inputs, per_row = [None] * len(rows), [None] * len(rows), [{"not_computed": True} for _ in rows]
         for row, request, text, key, response, row_input, row_score in zip(
             rows, requests, rendered, keys, responses, per_row_inputs, per_row, strict=True
         ):

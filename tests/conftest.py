@@ -118,9 +118,9 @@ def _tiny_llama(folder: Path, chat_template: bool) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from equita.runners.models import _embedded_gguf, convert_gguf
+    from equita.runners.sources import convert_gguf, embedded_gguf
 
-    tokenizer = AutoTokenizer.from_pretrained(convert_gguf(_embedded_gguf("smollm2")))
+    tokenizer = AutoTokenizer.from_pretrained(convert_gguf(embedded_gguf("smollm2")))
     if not chat_template:
         tokenizer.chat_template = None
     config = LlamaConfig(

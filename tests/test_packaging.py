@@ -40,4 +40,4 @@ def test_wheel_holds_only_the_equita_namespace_with_data(tmp_path):
         assert required in names, required
     assert not any("__pycache__" in name for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "equita = equita.runners.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "equita = equita.runners:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

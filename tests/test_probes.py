@@ -128,9 +128,9 @@ def jobs_datasets(tmp_path_factory) -> Path:
 
 
 def _truncated_gguf(tmp: Path) -> str:
-    from equita.runners.models import _embedded_gguf
+    from equita.runners.sources import embedded_gguf
 
-    (tmp / "cut.gguf").write_bytes(_embedded_gguf("smollm2").read_bytes()[:5000])
+    (tmp / "cut.gguf").write_bytes(embedded_gguf("smollm2").read_bytes()[:5000])
     return "cut.gguf"
 
 

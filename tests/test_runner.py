@@ -15,7 +15,7 @@ import pytest
 from conftest import EQUITA
 from equita.runners import report
 from equita.runners.data import DatasetError
-from equita.runners.models import LanguageModel
+from equita.runners.hf import TransformersModel
 from equita.runners.run import RunOptions, load_metric, run
 
 
@@ -126,7 +126,7 @@ def test_rerun_recomputes_nothing_and_gives_the_same_numbers(first_run, itap_dir
         assert not requests, "a cached request was recomputed"
         return iter(())
 
-    monkeypatch.setattr(LanguageModel, "answer", must_not_run)
+    monkeypatch.setattr(TransformersModel, "answer", must_not_run)
     again = run(options(second, itap_dir), log=lambda message: None)
     for name in TASKS:
         assert again["tasks"][name]["timings"]["cached"] == LIMIT and again["tasks"][name]["timings"]["computed"] == 0
@@ -170,7 +170,7 @@ def test_a_rerun_of_some_tasks_keeps_the_others_and_says_so(first_run, itap_dir)
 
 
 def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, monkeypatch):
-    real_answer = LanguageModel.answer
+    real_answer = TransformersModel.answer
 
     def interrupted_after_two_batches(self, requests, batch_size=16):
         for number, batch in enumerate(real_answer(self, requests, batch_size)):
@@ -178,7 +178,7 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, m
                 raise KeyboardInterrupt
             yield batch
 
-    monkeypatch.setattr(LanguageModel, "answer", interrupted_after_two_batches)
+    monkeypatch.setattr(TransformersModel, "answer", interrupted_after_two_batches)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         run(options(out, itap_dir, tasks="itap-at-logprob", batch_size=2), log=lambda message: None)
@@ -192,7 +192,7 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, m
         computed.append(len(requests))
         yield from real_answer(self, requests, batch_size)
 
-    monkeypatch.setattr(LanguageModel, "answer", counting)
+    monkeypatch.setattr(TransformersModel, "answer", counting)
     results = run(options(out, itap_dir, tasks="itap-at-logprob", batch_size=2), log=lambda message: None)
     assert computed == [LIMIT - 4]
     assert (results["tasks"]["itap-at-logprob"]["timings"]["cached"], results["tasks"]["itap-at-logprob"]["timings"]["computed"]) == (4, LIMIT - 4)

