@@ -109,7 +109,8 @@ def run(
         Optional[str], typer.Option("--tokenizer", help="With --server: the model's tokenizer (short name, folder or Hub id), for log-likelihood tasks; default: the server's /tokenize.")
     ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="With --server: requests in flight.")] = 8,
-    request_timeout: Annotated[float, typer.Option("--request-timeout", min=1, help="With --server: seconds to wait for one answer before retrying.")] = 120.0,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.1, help="With --server: seconds to wait for one answer before retrying.")] = 120.0,
+    max_retries: Annotated[int, typer.Option("--max-retries", min=0, help="With --server: retries of a request (429, 5xx, timeouts, dropped connections), with exponential backoff.")] = 6,
     push: Annotated[bool, typer.Option("--push", help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`.")] = False,
     results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="With --push: the central results dataset, ORG/NAME.")] = None,
     model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="With --push: also open a pull request on this model repo.")] = None,
@@ -134,6 +135,7 @@ def run(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
         revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
         server=server, api_key_env=api_key_env, tokenizer=tokenizer, concurrency=concurrency, request_timeout=request_timeout,
+        max_retries=max_retries,
     )  # fmt: skip
     try:
         results = run_tasks(options, log=_log)

@@ -541,7 +541,8 @@ def single_report(results: dict, out: Path) -> str:
             "",
         ]
         if task["results"] is None:
-            lines += [f"**Not computed:** {md(task['not_computed'])}. The answers are in samples.jsonl.", ""]
+            answered = "The answers are in samples.jsonl." if task["timings"].get("requests") else "No request was sent to the model."
+            lines += [f"**Not computed:** {md(task['not_computed'])}. {answered}", ""]
             continue
         lines += [table(task["results"]), ""]
         for suffix, plot in figures:

@@ -136,6 +136,7 @@ class RunOptions:
     tokenizer: str | None = None
     concurrency: int = 8
     request_timeout: float = 120.0
+    max_retries: int = 6
     # Per metric, options for compute() on top of the task's (local model paths for BERTScore and the classifier).
     metric_options: dict = field(default_factory=dict)
 
@@ -255,7 +256,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
     server = None
     if options.server is not None:
         server = {"url": options.server, "api_key_env": options.api_key_env, "tokenizer": options.tokenizer,
-                  "concurrency": options.concurrency, "timeout": options.request_timeout, "log": log}  # fmt: skip
+                  "concurrency": options.concurrency, "timeout": options.request_timeout, "retries": options.max_retries, "log": log}  # fmt: skip
     model = load_model(options.model, options.revision, options.device, options.dtype, options.trust_remote_code, server=server)
     model_load_s = time.perf_counter() - load_started
     earlier = earlier_run(out, model.info.as_dict(), options.limit)

@@ -6,8 +6,8 @@ at once, so an interrupted or crashed run loses nothing).
 
 - Generation: chat requests through `/chat/completions` (the server applies the model's chat
   template), raw-text requests through `/completions`. Greedy and explicit: `temperature` 0,
-  `top_p` 1, `top_k` -1 (vLLM would otherwise apply the model's own generation defaults; a
-  server that refuses `top_k` is asked again without it), a fixed `seed`, the task's token budget
+  `top_p` 1, top-k off (-1 for vLLM, which would otherwise apply the model's own generation
+  defaults; 0 where -1 is refused, as llama.cpp does; none where `top_k` is unknown), a fixed `seed`, the task's token budget
   and stop strings (at most 4 are sent, as the OpenAI API allows; the answer is always cut at
   the first stop string here as well).
 - Log-likelihood: `/completions` with `echo`, `logprobs: 1` and the prompt as **token ids**
@@ -129,12 +129,16 @@ class Client:
             self._local.session = session
         return session
 
-    def call(self, method: str, url: str, payload: dict | None = None) -> tuple[int, dict | None, str]:
+    def call(self, method: str, url: str, payload: dict | None = None, retry: bool = True) -> tuple[int, dict | None, str]:
         """(status, JSON body or None, text) after the retries; ModelError when the server cannot be reached."""
         import requests
 
         try:
-            response = self._session().request(method, url, json=payload, timeout=self.timeout)
+            if retry:
+                response = self._session().request(method, url, json=payload, timeout=self.timeout)
+            else:
+                headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+                response = requests.request(method, url, json=payload, headers=headers, timeout=self.timeout)
         except requests.RequestException as error:
             reason = getattr(error, "args", [None])[0]
             raise ModelError(self.safe(f"{url}: no answer after {self.retries} retries ({type(error).__name__}: {reason})")) from None
@@ -144,9 +148,9 @@ class Client:
             body = None
         return response.status_code, body, response.text
 
-    def post(self, path: str, payload: dict, root: bool = False) -> dict:
+    def post(self, path: str, payload: dict, root: bool = False, retry: bool = True) -> dict:
         url = f"{self.root if root else self.base}{path}"
-        status, body, text = self.call("POST", url, payload)
+        status, body, text = self.call("POST", url, payload, retry=retry)
         if status != 200 or not isinstance(body, dict):
             raise ServerRefused(status, self.safe(f"{url}: HTTP {status}: {_message(body, text)}"))
         return body
@@ -182,9 +186,11 @@ class ServerModel:
 
     def __init__(self, client: Client, info: ModelInfo, tokenizer, concurrency: int, log=print):
         self.client, self.info, self.tokenizer, self.concurrency, self.log = client, info, tokenizer, concurrency, log
-        self._send_top_k = True
+        self._top_k: int | None | bool = False  # False: not settled yet (see _settle_top_k)
+        self._top_k_lock = threading.Lock()
         self._server_tokenize: bool | None = None
         self._probe: str | None | bool = False  # False: not run yet; None: passed; str: why it failed
+        self._continuations: dict[str, list[int]] = {}  # " uomo" is tokenised once, not once per sentence
 
     # -- the Model protocol --------------------------------------------------------------------
 
@@ -205,7 +211,9 @@ class ServerModel:
             return ("log-likelihood needs the prompt as token ids, and the server has no /tokenize; "
                     "name the model's tokenizer with --tokenizer (a local folder or Hub id)")  # fmt: skip
         if self._probe is False:
-            self._probe = self.probe()
+            reason = self.probe()
+            # The reason goes into results.json: the server's address (a lab's host) stays out of it.
+            self._probe = reason.replace(self.client.base, "<server>").replace(self.client.root, "<server>") if reason else None
             if self._probe:
                 self.log(f"log-likelihood tasks not computed: {self._probe}")
         return self._probe
@@ -241,28 +249,42 @@ class ServerModel:
 
     def _sampling(self, max_tokens: int) -> dict:
         settings = {"model": self.info.id, "max_tokens": max_tokens, "temperature": 0.0, "top_p": 1.0, "seed": SEED, "n": 1}
-        if self._send_top_k:
-            settings["top_k"] = -1
+        top_k = self._settle_top_k()
+        if top_k is not None:
+            settings["top_k"] = top_k
         return settings
 
-    def _post_sampling(self, path: str, payload: dict) -> dict:
-        try:
-            return self.client.post(path, payload)
-        except ServerRefused as error:
-            if error.status == 400 and "top_k" in str(error) and self._send_top_k:
-                self._send_top_k = False  # a hosted API that knows no top_k: greedy is temperature 0 there
-                return self.client.post(path, {k: v for k, v in payload.items() if k != "top_k"})
-            raise
+    def _settle_top_k(self) -> int | None:
+        """The value that turns top-k off on this server: -1 (vLLM, SGLang), else 0 (llama.cpp
+        wants >= 0, and 0 means all tokens), else none (hosted APIs know no top_k). Asked once,
+        with one token and no retries, so that a refusal (llama-cpp-python answers it with a 500)
+        is not retried as a fault."""
+        with self._top_k_lock:
+            if self._top_k is False:
+                self._top_k = None
+                for value in (-1, 0):
+                    payload = {"model": self.info.id, "max_tokens": 1, "temperature": 0.0, "prompt": "Ciao", "top_k": value}
+                    try:
+                        self.client.post("/completions", payload, retry=False)
+                    except ServerRefused as error:
+                        if "top_k" in str(error):
+                            continue
+                    except ModelError:
+                        pass
+                    self._top_k = value
+                    break
+                self.log(f"server sampling: temperature 0, top_p 1, seed {SEED}, " + (f"top_k {self._top_k}" if self._top_k is not None else "no top_k (refused)"))
+        return self._top_k
 
     def _generate(self, request: Generate) -> dict:
         payload = self._sampling(request.max_new_tokens)
         if request.stop:
             payload["stop"] = list(request.stop[:MAX_STOP_STRINGS])
         if request.chat:
-            body = self._post_sampling("/chat/completions", {**payload, "messages": messages(request)})
+            body = self.client.post("/chat/completions", {**payload, "messages": messages(request)})
             text = _choice(body, "message", self.client.base).get("content") or ""
         else:
-            body = self._post_sampling("/completions", {**payload, "prompt": request.user})
+            body = self.client.post("/completions", {**payload, "prompt": request.user})
             text = _choice(body, "text", self.client.base)
         if not isinstance(text, str):
             raise ModelError(f"{self.client.base}: the answer's text is {type(text).__name__}, not a string")
@@ -273,7 +295,9 @@ class ServerModel:
         context = self._context_ids(request)
         scored = {"logprobs": [], "greedy": []}
         for continuation in request.continuations:
-            tokens = self._tokenize(continuation, specials=False)
+            if continuation not in self._continuations:
+                self._continuations[continuation] = self._tokenize(continuation, specials=False)
+            tokens = self._continuations[continuation]
             if not tokens:
                 raise ModelError(f"continuation {continuation!r} is empty once tokenised")
             values, tops = self._echo(context + tokens)
@@ -305,7 +329,9 @@ class ServerModel:
             try:
                 self.client.post("/tokenize", {"model": self.info.id, "prompt": "prova", "add_special_tokens": False}, root=True)
                 self._server_tokenize = True
-            except ServerRefused:
+            except ServerRefused as error:
+                if error.status not in (400, 404, 405, 422):
+                    raise  # a refused key or a broken server is an error, not a missing endpoint
                 self._server_tokenize = False
         return self._server_tokenize
 
@@ -335,7 +361,14 @@ class ServerModel:
         try:
             for prompt in PROBE_PROMPTS:
                 ids = self._tokenize(prompt, specials=True)
-                body = self.client.post("/completions", {**self._sampling(1), "prompt": ids, "logprobs": 1})
+                try:
+                    # No retries: llama-cpp-python answers a token-id prompt it cannot read with a 500.
+                    body = self.client.post("/completions", {**self._sampling(1), "prompt": ids, "logprobs": 1}, retry=False)
+                except ServerRefused as error:
+                    if error.status in (400, 422) or (error.status == 500 and "prompt" in str(error)):
+                        return (f"the server refuses a prompt given as token ids ({str(error).splitlines()[0][:200]}); log-likelihood "
+                                "needs them, since re-tokenised text would move the boundary between context and continuation")  # fmt: skip
+                    raise
                 generated = _choice(body, "logprobs", self.client.base)
                 text = _choice(body, "text", self.client.base)
                 values = generated.get("token_logprobs") if isinstance(generated, dict) else None

@@ -7,7 +7,8 @@ backend itself, so a run through this server must score what an in-process run s
 
 Faults for the tests, consumed one per request from `state.faults`: ("status", code, retry_after),
 ("drop",) closes the connection without an answer, ("slow", seconds) answers late. With
-`state.fail_after = N`, every request after the N-th answers 500 (a server that went down).
+`state.fail_after = N`, every request after the N-th scored continuation (echo) answers 500 (a
+server that went down).
 `state.shifted = True` makes echoed log-probabilities off by one position, as llama-cpp-python
 0.3's server gives them. Only 127.0.0.1; stopped by the test.
 """
@@ -43,6 +44,7 @@ class State:
 def start(state: State):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else small keep-alive answers wait on delayed ACKs (40 ms each)
 
         def log_message(self, *args):  # quiet
             pass
@@ -55,12 +57,15 @@ def start(state: State):
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a slow answer past its timeout): that is the fault under test
 
-        def _fault(self) -> bool:
+        def _fault(self, scoring: bool) -> bool:
             with state.lock:
                 fault = state.faults.pop(0) if state.faults else None
-                state.answered += 1
+                state.answered += scoring  # continuations scored (echo requests): what fail_after counts
                 down = state.fail_after is not None and state.answered > state.fail_after
             if down:
                 self._send(500, {"error": {"message": "the server went down"}})
@@ -81,6 +86,9 @@ def start(state: State):
 
         def do_GET(self):
             state.authorizations.append(self.headers.get("Authorization"))
+            if state.key is not None and self.headers.get("Authorization") != f"Bearer {state.key}":
+                self._send(401, {"error": {"message": "invalid API key"}})
+                return
             if self.path == "/v1/models":
                 self._send(200, {"object": "list", "data": [{"id": state.name, "object": "model", "owned_by": "equita-test", "max_model_len": 8192}]})
             else:
@@ -96,7 +104,7 @@ def start(state: State):
             if self.path not in routes or (self.path == "/tokenize" and not state.tokenize):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            if self._fault():
+            if self._fault(bool(payload.get("echo"))):
                 return
             with state.lock:
                 state.seen.append((self.path, payload))
@@ -149,32 +157,32 @@ def completions(payload: dict) -> dict:
         assert render_prompt(request, model.tokenizer) == prompt
         return {"object": "text_completion", "choices": [{"index": 0, "text": _generate_text(request), "logprobs": None, "finish_reason": "stop"}]}
     ids = list(prompt) if isinstance(prompt, list) else model.tokenizer(prompt)["input_ids"]
-    values, tops, texts = [], [], []
-    generated = []
+    values, tops, texts, generated = [], [], [], []
+
+    def top(row) -> dict:
+        best = int(row.argmax())
+        return {model.tokenizer.decode([best]): float(row[best])}
+
     with torch.inference_mode():
-        for _ in range(payload["max_tokens"] + 1):
-            sequence = torch.tensor([ids + generated], device=model.model.device)
-            logprobs = model.model(input_ids=sequence).logits[0].float().log_softmax(-1)
-            if not generated and payload.get("echo"):
-                for position in range(len(ids)):
-                    # Position p's value: the log-probability of token p given the tokens before it
-                    # (None for the first); shifted: read at p itself, the off-by-one bug.
-                    row = position if STATE.shifted else position - 1
-                    if row < 0:
-                        values.append(None)
-                        tops.append(None)
-                    else:
-                        values.append(float(logprobs[row, ids[position]]))
-                        best = int(logprobs[row].argmax())
-                        tops.append({model.tokenizer.decode([best]): float(logprobs[row, best])})
-                    texts.append(model.tokenizer.decode([ids[position]]))
-            if len(generated) == payload["max_tokens"]:
-                break
-            best = int(logprobs[-1].argmax())
-            values.append(float(logprobs[-1, best]))
-            tops.append({model.tokenizer.decode([best]): float(logprobs[-1, best])})
+        logprobs = model.model(input_ids=torch.tensor([ids], device=model.model.device)).logits[0].float().log_softmax(-1)
+        if payload.get("echo"):
+            for position in range(len(ids)):
+                # Position p's value: the log-probability of token p given the tokens before it (None
+                # for the first); shifted: read at p itself, the off-by-one bug.
+                row = position if STATE.shifted else position - 1
+                values.append(None if row < 0 else float(logprobs[row, ids[position]]))
+                tops.append(None if row < 0 else top(logprobs[row]))
+                texts.append(model.tokenizer.decode([ids[position]]))
+        last = logprobs[-1]
+        for _ in range(payload["max_tokens"]):
+            best = int(last.argmax())
+            values.append(float(last[best]))
+            tops.append(top(last))
             texts.append(model.tokenizer.decode([best]))
             generated.append(best)
+            if len(generated) < payload["max_tokens"]:
+                sequence = torch.tensor([ids + generated], device=model.model.device)
+                last = model.model(input_ids=sequence).logits[0, -1].float().log_softmax(-1)
     text = model.tokenizer.decode(generated)
     if payload.get("echo"):
         text = model.tokenizer.decode(ids) + text
