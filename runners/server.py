@@ -239,8 +239,12 @@ class ServerModel:
                     if next_index is not None:
                         pending[pool.submit(self._answer_one, requests[next_index])] = next_index
                     yield [index], [response]
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # Ctrl-C or a failed request: nothing more is sent, and requests in flight are not
+            # waited for (their answers were not saved, so a rerun asks them again).
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
     # -- requests --------------------------------------------------------------------------------
 

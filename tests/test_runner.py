@@ -169,16 +169,12 @@ def test_a_rerun_of_some_tasks_keeps_the_others_and_says_so(first_run, itap_dir)
     assert "## itap-at-oneshot" in (again / "report.md").read_text()
 
 
-def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, monkeypatch):
-    real_answer = TransformersModel.answer
+def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, monkeypatch):
+    # Plumbing, not the model: the scripted model answers at once and counts what it is asked.
+    from fake_model import ScriptedModel
 
-    def interrupted_after_two_batches(self, requests, batch_size=16):
-        for number, batch in enumerate(real_answer(self, requests, batch_size)):
-            if number == 2:
-                raise KeyboardInterrupt
-            yield batch
-
-    monkeypatch.setattr(TransformersModel, "answer", interrupted_after_two_batches)
+    interrupted = ScriptedModel(interrupt_after=2)
+    monkeypatch.setattr("equita.runners.run.load_model", lambda *args, **kwargs: interrupted)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         run(options(out, itap_dir, tasks="itap-at-logprob", batch_size=2), log=lambda message: None)
@@ -186,16 +182,14 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, smollm2, m
     assert len(saved) == 4 and {e["task"] for e in saved} == {"itap-at-logprob"}
     assert not (out / "results.json").exists()
 
-    computed: list[int] = []
-
-    def counting(self, requests, batch_size=16):
-        computed.append(len(requests))
-        yield from real_answer(self, requests, batch_size)
-
-    monkeypatch.setattr(TransformersModel, "answer", counting)
+    resumed = ScriptedModel()
+    monkeypatch.setattr("equita.runners.run.load_model", lambda *args, **kwargs: resumed)
     results = run(options(out, itap_dir, tasks="itap-at-logprob", batch_size=2), log=lambda message: None)
-    assert computed == [LIMIT - 4]
+    assert resumed.asked == [LIMIT - 4]
     assert (results["tasks"]["itap-at-logprob"]["timings"]["cached"], results["tasks"]["itap-at-logprob"]["timings"]["computed"]) == (4, LIMIT - 4)
+    # The resumed run scores exactly what one uninterrupted run scores.
+    whole = run(options(tmp_path / "whole", itap_dir, tasks="itap-at-logprob", batch_size=2), log=lambda message: None)
+    assert results["tasks"]["itap-at-logprob"]["results"] == whole["tasks"]["itap-at-logprob"]["results"]
 
 
 def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_path, itap_dir, smollm2):
