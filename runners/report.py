@@ -516,9 +516,13 @@ def single_report(results: dict, out: Path) -> str:
     lines = [
         f"# equita report: {md(model['id'])}",
         "",
-        f"Model {md(model['id'])} ({md(model['source'])}, revision {md(model['revision'])}), {md(model['dtype'])} on {md(model['device'])}, "
-        f"{'chat template' if model['chat_template'] else 'plain-text prompts (no chat template)'}; "
-        f"equita {results['equita']['version']}; run {results['created']}.",
+        f"Model {md(model['id'])} ({md(model['source'])}, revision {md(model['revision'])}), "
+        + (
+            "served over the OpenAI HTTP protocol (the server's chat template); "
+            if model.get("backend") == "openai-server"
+            else f"{md(model['dtype'])} on {md(model['device'])}, {'chat template' if model['chat_template'] else 'plain-text prompts (no chat template)'}; "
+        )
+        + f"equita {results['equita']['version']}; run {results['created']}.",
         "",
     ]
     cut = limited_tasks(results)
