@@ -166,6 +166,11 @@ RUN = [
     ("a device that is none", "smollm2", lambda tmp: "out", ["--device", "tpu"], 1, "--device 'tpu': not a device equita runs on"),
     ("a CUDA device past the last", "smollm2", lambda tmp: "out", ["--device", "cuda:99"], 1, "--device cuda:99:"),
     ("a dtype equita does not run", "smollm2", lambda tmp: "out", ["--dtype", "float64"], 1, "--dtype 'float64': use auto"),
+    ("--server without a scheme", "served", lambda tmp: "out", ["--server", "127.0.0.1:8000"], 1, "give the server's base URL"),
+    ("--tokenizer without --server", "smollm2", lambda tmp: "out", ["--tokenizer", "smollm2"], 2, "apply with --server only"),
+    ("--device with --server", "served", lambda tmp: "out", ["--server", "http://127.0.0.1:9/v1", "--device", "cpu"], 2, "are the server's settings"),
+    ("a server that is not there", "served", lambda tmp: "out", ["--server", "http://127.0.0.1:9/v1", "--max-retries", "0"], 1,
+     "/v1/models: no answer after 0 retries (ConnectionError"),
 ]  # fmt: skip
 
 
