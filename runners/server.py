@@ -262,22 +262,28 @@ class ServerModel:
         """The value that turns top-k off on this server: -1 (vLLM, SGLang), else 0 (llama.cpp
         wants >= 0, and 0 means all tokens), else none (hosted APIs know no top_k). Asked once,
         with one token and no retries, so that a refusal (llama-cpp-python answers it with a 500)
-        is not retried as a fault."""
+        is not retried as a fault; through chat completions where plain completions are missing."""
         with self._top_k_lock:
             if self._top_k is False:
                 self._top_k = None
-                for value in (-1, 0):
-                    payload = {"model": self.info.id, "max_tokens": 1, "temperature": 0.0, "prompt": "Ciao", "top_k": value}
-                    try:
-                        self.client.post("/completions", payload, retry=False)
-                    except ServerRefused as error:
-                        if "top_k" in str(error):
+                asks = [("/completions", {"prompt": "Ciao"}), ("/chat/completions", {"messages": [{"role": "user", "content": "Ciao"}]})]
+                for path, prompt in asks:
+                    answered = False
+                    for value in (-1, 0):
+                        payload = {"model": self.info.id, "max_tokens": 1, "temperature": 0.0, "top_k": value, **prompt}
+                        try:
+                            self.client.post(path, payload, retry=False)
+                        except ServerRefused as error:
+                            if "top_k" in str(error):
+                                answered = True  # the endpoint works; it refuses this value
                             continue
-                    except ModelError:
-                        pass
-                    self._top_k = value
-                    break
-                self.log(f"server sampling: temperature 0, top_p 1, seed {SEED}, " + (f"top_k {self._top_k}" if self._top_k is not None else "no top_k (refused)"))
+                        except ModelError:
+                            continue
+                        self._top_k, answered = value, True
+                        break
+                    if answered:
+                        break  # settled on this endpoint (a value, or none when both were refused)
+                self.log(f"server sampling: temperature 0, top_p 1, seed {SEED}, " + (f"top_k {self._top_k}" if self._top_k is not None else "no top_k"))
         return self._top_k
 
     def _generate(self, request: Generate) -> dict:

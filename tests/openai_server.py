@@ -10,7 +10,7 @@ Faults for the tests, consumed one per request from `state.faults`: ("status", c
 `state.fail_after = N`, every request after the N-th scored continuation (echo) answers 500 (a
 server that went down).
 `state.shifted = True` makes echoed log-probabilities off by one position, as llama-cpp-python
-0.3's server gives them. Only 127.0.0.1; stopped by the test.
+0.3's server gives them; `completions = False` and `reject_top_k = True` make a chat-only hosted API. Only 127.0.0.1; stopped by the test.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class State:
     fail_after: int | None = None
     shifted: bool = False
     tokenize: bool = True
+    completions: bool = True  # False: a chat-only API (no /v1/completions)
+    reject_top_k: bool = False  # True: an API that knows no top_k (400, as OpenAI's answers)
     answered: int = 0
     seen: list = field(default_factory=list)  # (path, payload) of every request that reached the model
     authorizations: list = field(default_factory=list)
@@ -101,8 +103,11 @@ def start(state: State):
                 self._send(401, {"error": {"message": "invalid API key"}})
                 return
             routes = {"/v1/chat/completions": chat, "/v1/completions": completions, "/tokenize": tokenize}
-            if self.path not in routes or (self.path == "/tokenize" and not state.tokenize):
+            if self.path not in routes or (self.path == "/tokenize" and not state.tokenize) or (self.path == "/v1/completions" and not state.completions):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            if state.reject_top_k and "top_k" in payload:
+                self._send(400, {"error": {"message": "Unrecognized request argument supplied: top_k"}})
                 return
             if self._fault(bool(payload.get("echo"))):
                 return

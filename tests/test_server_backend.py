@@ -162,6 +162,16 @@ def test_a_server_with_off_by_one_log_probabilities_is_refused_for_log_likelihoo
     assert any("not computed" in line and "off-by-one" in line for line in logs)
 
 
+def test_a_chat_only_api_without_top_k_still_generates(tiny_server, datasets, tmp_path):
+    tiny_server.completions, tiny_server.reject_top_k = False, True
+    logs: list[str] = []
+    results = through(tiny_server, tmp_path / "run", datasets, tasks="itap-at,jobs", limit=1, logs=logs)
+    assert results["tasks"]["itap-at"]["results"]["n"] == 1
+    assert all("top_k" not in payload for path, payload in tiny_server.seen if path == "/v1/chat/completions")
+    assert "server sampling: temperature 0, top_p 1, seed 1234, no top_k" in logs
+    assert "HTTP 404" in results["tasks"]["jobs"]["not_computed"]  # no /completions: no log-likelihood
+
+
 def test_without_a_tokenizer_log_likelihood_is_not_computed_and_says_how_to_fix_it(server, datasets, in_process, tmp_path):
     server.tokenize = False
     results = through(server, tmp_path / "run", datasets, tasks="jobs")
