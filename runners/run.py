@@ -281,6 +281,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
         # A backend that cannot answer this kind of request (a server without usable prompt
         # log-probabilities) leaves the task not computed, with its reason; the other tasks run.
         reason = model.cannot(requests[0]) if requests else None
+        metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
         if reason is None:
             reported = len(cache.problems)
             answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
@@ -302,7 +303,6 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             metric_started = time.perf_counter()
             metric, metric_sha = load_metric(task.metric)
             inputs = task.metric_inputs(rows, responses)
-            metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
             try:
                 scored, not_computed = metric.compute(**inputs, **metric_options), None
             except OSError as error:
@@ -323,7 +323,6 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             log(f"{task.name}: not computed: {reason}")
             todo, answers, inference_s, metric_s = {}, {}, 0.0, 0.0
             metric, metric_sha = load_metric(task.metric)
-            metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
             scored, not_computed = None, reason
             responses, per_row_inputs, per_row = [None] * len(rows), [None] * len(rows), [{"not_computed": True} for _ in rows]
         for row, request, text, key, response, row_input, row_score in zip(

@@ -326,8 +326,12 @@ class ServerModel:
             got = "none" if not isinstance(values, list) else f"{len(values)} values"
             raise ModelError(f"{self.client.base}/completions: echo returned {got} for a prompt of {len(ids)} tokens")
         values = [None if v is None else float(v) for v in values[: len(ids)]]
-        tops = [t if isinstance(t, dict) and t else {"": v} for t, v in zip((tops or [None] * len(ids))[: len(ids)], values)]
-        tops = [{k: float(x) for k, x in t.items() if x is not None} or {"": v} for t, v in zip(tops, values)]
+        # A position without alternatives counts its own token as the best one.
+        raw = tops if isinstance(tops, list) else []
+        tops = []
+        for position, value in enumerate(values):
+            top = raw[position] if position < len(raw) and isinstance(raw[position], dict) else {}
+            tops.append({k: float(x) for k, x in top.items() if x is not None} or {"": value})
         if any(v is None or not math.isfinite(v) or v > 1e-6 for v in values[1:]):
             raise ModelError(f"{self.client.base}/completions: echoed log-probabilities are not all numbers <= 0")
         return values, tops

@@ -6,6 +6,7 @@ retried with nothing lost, a crashed run resumed, and the API key never written 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -30,19 +31,22 @@ def datasets(tmp_path_factory, itap_dir) -> Path:
     return folder
 
 
-def _serve(model):
+@contextlib.contextmanager
+def _serving(model):
     state = openai_server.State(model=model)
     httpd = openai_server.serve(state)
     state.url = f"http://127.0.0.1:{httpd.server_port}/v1"
-    return state, httpd
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 @pytest.fixture()
 def server(smollm2):
-    state, httpd = _serve(smollm2)
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with _serving(smollm2) as state:
+        yield state
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +58,8 @@ def tiny(tiny_model_dir):
 
 @pytest.fixture()
 def tiny_server(tiny):
-    state, httpd = _serve(tiny)
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with _serving(tiny) as state:
+        yield state
 
 
 @pytest.fixture(scope="module")
