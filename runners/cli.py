@@ -15,7 +15,8 @@ from equita.builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
 from equita.runners.publish import PublishError, publish_dataset, publish_metric, submit_results
-from equita.runners.report import ReportError, headline, load_results, write_report
+from equita.runners.report import headline, write_report
+from equita.runners.results import ResultsError, load_results
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
 from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
@@ -178,7 +179,7 @@ def report(
     """Write report.md (one results folder) or comparison.md with one table and one figure (several)."""
     try:
         loaded = [load_results(folder) for folder in results]
-    except ReportError as error:
+    except ResultsError as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
     target = out or (results[0] if len(results) == 1 else Path("comparison"))

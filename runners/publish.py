@@ -218,7 +218,8 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     import yaml
     from huggingface_hub import CommitOperationAdd, EvalResultEntry, HfApi, eval_result_entries_to_yaml
 
-    from equita.runners.report import ReportError, headline, load_results, validate_results
+    from equita.runners.report import headline
+    from equita.runners.results import ResultsError, load_results, validate_results
 
     check_repo_id(results_repo, "--results-repo")
     if model_repo is not None:
@@ -228,7 +229,7 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     check_repo_id(f"{datasets_org}/x", "--datasets-org")  # an organisation: ORG/NAME's first half
     try:
         results = load_results(Path(results_dir))
-    except ReportError as error:
+    except ResultsError as error:
         raise PublishError(str(error)) from None
     problems = validate_results(results)
     if problems:

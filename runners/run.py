@@ -27,10 +27,10 @@ from tqdm.auto import tqdm
 
 import equita.metrics
 from equita.builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
-from equita.runners import data, report
+from equita.runners import data, report, results as results_contract
 from equita.runners.cache import RequestCache, request_key
 from equita.runners.models import cache_root, load_model, shareable
-from equita.runners.report import RESULTS_SCHEMA
+from equita.runners.results import RESULTS_SCHEMA
 from equita.runners.requests import Loglikelihood
 from equita.runners.tasks import EvalTask, select_tasks
 
@@ -100,8 +100,8 @@ def earlier_run(out: Path, model_info: dict, limit: int | None) -> tuple[dict, l
     if not path.exists():
         return None
     try:
-        earlier = report.load_results(out)
-    except report.ReportError as error:
+        earlier = results_contract.load_results(out)
+    except results_contract.ResultsError as error:
         raise RunError(f"--out {out}: holds a results.json this run would replace ({error}); move it away or choose another --out") from None
     before = (earlier["model"]["id"], earlier["model"]["revision"])
     if before != (model_info["id"], model_info["revision"]):

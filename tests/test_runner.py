@@ -14,6 +14,7 @@ import pytest
 
 from conftest import EQUITA
 from equita.runners import report
+from equita.runners import results as results_contract
 from equita.runners.data import DatasetError
 from equita.runners.hf import TransformersModel
 from equita.runners.run import RunOptions, load_metric, run
@@ -254,8 +255,8 @@ def test_report_never_compares_scores_of_different_major_dataset_versions(first_
 def test_report_rejects_what_is_not_a_results_folder(tmp_path, content, message):
     if content is not None:
         (tmp_path / "results.json").write_text(content)
-    with pytest.raises(report.ReportError, match=message):
-        report.load_results(tmp_path)
+    with pytest.raises(results_contract.ResultsError, match=message):
+        results_contract.load_results(tmp_path)
 
 
 def test_dataset_of_another_version_is_refused(tmp_path, itap_dir):

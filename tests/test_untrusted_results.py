@@ -10,7 +10,8 @@ import pytest
 
 from equita.builders.common import path_part
 from equita.runners import publish, report
-from equita.runners.report import ReportError, load_results
+from equita.runners import results as results_contract
+from equita.runners.results import ResultsError, load_results
 from equita.runners.run import strict
 
 
@@ -69,7 +70,7 @@ def test_report_refuses_a_bad_results_file_naming_the_field(tmp_path, case, chan
         change(results)
         (folder / "results.json").write_text(json.dumps(results))
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    with pytest.raises(ReportError) as error:
+    with pytest.raises(ResultsError) as error:
         report.write_report([load_results(folder)], tmp_path / "report")
     assert message in str(error.value) and "\n" not in str(error.value)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written anywhere
@@ -160,7 +161,7 @@ def test_only_a_limit_that_cut_a_task_is_a_quick_look(tmp_path, limit, n, rows_i
     results["tasks"]["jobs"]["n"] = n
     if rows_in_dataset is not None:
         results["tasks"]["jobs"]["rows_in_dataset"] = rows_in_dataset
-    assert report.validate_results(results) == []
+    assert results_contract.validate_results(results) == []
     text = report.write_report([results], tmp_path).read_text()
     assert ("Quick look" in text) == quick_look
     assert ("every row was scored" in text) == (limit is not None and not quick_look)
