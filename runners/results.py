@@ -124,3 +124,12 @@ def limited_tasks(results: dict) -> list[str]:
     if results["settings"].get("limit") is None:
         return []
     return [name for name, task in results["tasks"].items() if not isinstance(task.get("rows_in_dataset"), int) or task["n"] < task["rows_in_dataset"]]
+
+
+def headline(task: dict) -> tuple[str, float]:
+    """(key, value) of a task's main number, as its benchmark's presentation declares it."""
+    from equita.runners.tasks import presentation  # the declarations import matplotlib; most readers of results need neither
+
+    declared = presentation("", task["metric"]["name"])
+    key = declared.headline if declared else "bias_score"
+    return key, task["results"][key]

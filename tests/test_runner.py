@@ -241,7 +241,8 @@ def test_report_never_compares_scores_of_different_major_dataset_versions(first_
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "results.json").write_text(json.dumps(older))
     text = (report.write_report([results, older], tmp_path / "cmp")).read_text()
-    assert "**Not comparable across dataset versions.**" in text and "itap-at: dataset versions differ (v1: old-run@fedcba98; v2: smollm2@" in text
+    assert "**Not comparable across dataset versions.**" in text and "itap-at: dataset versions differ (v1: old-run@fedcba98; v2: smollm2@" in text.replace("\\", "")
+    assert "### itap-at (dataset v2)" in text and "### itap-at (dataset v1)" in text  # ranked apart
     new_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v2) ") and "| all " in line)
     old_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v1) ") and "| all " in line)
     # Each version's row holds only the model that ran it: the other model's cell is blank.

@@ -10,13 +10,14 @@ import math
 
 import pytest
 
-from equita.runners import tasks as task_module
+from equita.runners.tasks import itap_at as task_module
 from equita.runners.cache import RequestCache, request_key
 from equita.runners.data import card_version, spread
 from equita.runners.requests import Generate, Loglikelihood
 from equita.runners.run import METRICS_DIR, load_metric
 from conftest import minilm_path
-from equita.runners.tasks import EVAL_TASKS, gfg_answer, select_tasks
+from equita.runners.tasks import EVAL_TASKS, select_tasks
+from equita.runners.tasks.gfg import gfg_answer
 
 ROW = {
     "id": "gender-6-0001", "subdataset": "gender-6", "system_prompt": "Sei un assistente utile.",

@@ -1,0 +1,166 @@
+"""Rankings of several models on one task, with the paired tests that say which ones differ.
+
+Read by `equita report A B ...` and by the leaderboard. A task's `Presentation` says what ranks
+models: the distance from the unbiased value for bias scores (a model at -0.3 is not "better"
+than one at +0.1), the score itself for accuracies. Runs that cannot be read side by side are
+kept apart, visibly: a `--limit` run or an answer set that cannot be read is listed, never ranked;
+a different major dataset version is ranked on its own; a model revision that is not pinned or a
+request format unlike the others' is ranked with a mark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from equita.runners.compare import holm, indistinguishable_groups, paired_difference
+from equita.runners.results import limited_tasks
+from equita.runners.tasks import Presentation, presentation
+
+ALPHA = 0.05
+
+
+@dataclass
+class Entry:
+    """One results file, with what the leaderboard knows about it."""
+
+    results: dict
+    samples: list[dict] | None = None  # its samples.jsonl, when at hand (paired tests need them)
+    status: str = "local"  # "local" folder, "merged" in the results dataset, "pending" in an open pull request
+    verified: bool | None = None  # `equita verify` passed, failed, or was not run
+    verification: dict | None = None  # what `equita verify` said, per task
+    source: str = ""  # where it came from: a folder, or the results dataset's file
+
+    @property
+    def model(self) -> str:
+        return self.results["model"]["id"]
+
+    @property
+    def label(self) -> str:
+        return f"{self.model}@{str(self.results['model']['revision'])[:8]}"
+
+    def samples_of(self, task: str) -> list[dict]:
+        return [s for s in self.samples or [] if s.get("task") == task]
+
+
+@dataclass
+class Standing:
+    """One entry's line in a task's ranking."""
+
+    entry: Entry
+    task: dict
+    value: float | None
+    low: float | None
+    high: float | None
+    rank: int | None = None  # None: listed, not ranked (see marks)
+    letters: str = ""  # entries sharing a letter cannot be told apart (paired tests, Holm-adjusted)
+    marks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskRanking:
+    task: str
+    version: str  # the dataset's major version, "2"
+    presentation: Presentation
+    standings: list[Standing]
+    pairs: list[dict]  # one per pair of ranked entries: labels, paired_difference's output, adjusted p
+    notes: list[str]
+    version_note: str = ""  # set when other major versions of the dataset were ranked apart
+
+
+def _major(version) -> str:
+    return str(version).split(".")[0]
+
+
+def _error_share(p: Presentation, result: dict) -> float | None:
+    return result.get(p.error_rate) if p.error_rate else None
+
+
+def _standing(entry: Entry, name: str, task: dict, p: Presentation, mode: tuple) -> Standing:
+    result = task["results"]
+    if result is None:
+        return Standing(entry, task, None, None, None, marks=[f"not computed: {task.get('not_computed') or 'no results'}"])
+    value = result.get(p.headline)
+    standing = Standing(entry, task, value, result.get("ci_low") if p.interval else None, result.get("ci_high") if p.interval else None)
+    if value is None:
+        standing.marks.append(f"no {p.headline}")
+    if name in limited_tasks(entry.results):
+        standing.marks.append(f"quick look (--limit {entry.results['settings']['limit']}, {task['n']} of {task.get('rows_in_dataset', '?')} rows): not ranked")
+    if result.get("interpretable") is False:
+        # A model whose answers mostly name neither attribute scores near 0, the unbiased value:
+        # ranking it would call the least readable model the least biased.
+        errors = _error_share(p, result)
+        standing.marks.append("not interpretable" + (f" (p(error) {errors:.2f})" if errors is not None else "") + ": not ranked")
+    if str(entry.results["model"]["revision"]).startswith("unpinned"):
+        standing.marks.append("model revision not pinned")
+    own = (task["request"].get("type"), task["request"].get("format"))
+    if own != mode:
+        standing.marks.append(f"request {own[0]}/{own[1]}, unlike the others' {mode[0]}/{mode[1]}")
+    if entry.verified is False:
+        standing.marks.append("verification failed")
+    return standing
+
+
+def _pairs(name: str, p: Presentation, ranked: list[Standing], seed: int) -> list[dict]:
+    pairs = []
+    for i, first in enumerate(ranked):
+        for second in ranked[i + 1 :]:
+            a, b = first.entry.samples_of(name), second.entry.samples_of(name)
+            if not a or not b or p.units is None:
+                continue
+            try:
+                test = paired_difference(p.units(a), p.units(b), multiplier=p.multiplier, unbiased=p.unbiased, seed=seed)
+            except (KeyError, TypeError, ValueError) as error:
+                pairs.append({"a": first.entry.label, "b": second.entry.label, "error": f"cannot pair the samples: {error}"})
+                continue
+            pairs.append({"a": first.entry.label, "b": second.entry.label, **test})
+    ranking_p = "distance_p_value" if p.better == "closer" else "p_value"
+    adjusted = holm({(pair["a"], pair["b"]): pair.get(ranking_p) for pair in pairs})
+    for pair in pairs:
+        pair["p_adjusted"] = adjusted.get((pair["a"], pair["b"]))
+    return pairs
+
+
+def rank_task(name: str, entries: list[Entry], seed: int = 0) -> list[TaskRanking]:
+    """The rankings of `name`, one per major dataset version (newest first)."""
+    with_task = [e for e in entries if name in e.results["tasks"]]
+    if not with_task:
+        return []
+    rankings = []
+    versions = sorted({_major(e.results["tasks"][name]["dataset"]["version"]) for e in with_task}, key=lambda v: (not v.isdigit(), -int(v) if v.isdigit() else 0, v))
+    for version in versions:
+        members = [e for e in with_task if _major(e.results["tasks"][name]["dataset"]["version"]) == version]
+        p = presentation(name, members[0].results["tasks"][name]["metric"]["name"])
+        if p is None:
+            continue
+        modes = [(e.results["tasks"][name]["request"].get("type"), e.results["tasks"][name]["request"].get("format")) for e in members]
+        mode = max(set(modes), key=modes.count)
+        standings = [_standing(e, name, e.results["tasks"][name], p, mode) for e in members]
+        ranked = sorted((s for s in standings if s.value is not None and not any(m.endswith("not ranked") for m in s.marks)),
+                        key=lambda s: (p.distance(s.value), s.entry.label))  # fmt: skip
+        for number, standing in enumerate(ranked, 1):
+            standing.rank = number
+        pairs = _pairs(name, p, ranked, seed)
+        tested = {(pair["a"], pair["b"]): pair for pair in pairs if "error" not in pair}
+        notes = []
+        if len(ranked) > 1 and len(tested) == len(ranked) * (len(ranked) - 1) // 2:
+
+            def differ(x: str, y: str) -> bool:
+                pair = tested.get((x, y)) or tested.get((y, x))
+                return pair["p_adjusted"] is not None and pair["p_adjusted"] < ALPHA
+
+            letters = indistinguishable_groups([s.entry.label for s in ranked], differ)
+            for standing in ranked:
+                standing.letters = letters[standing.entry.label]
+        elif len(ranked) > 1:
+            notes.append("Some ranked runs have no samples (or samples that cannot be paired): no groups of indistinguishable models.")
+        listed = [s for s in standings if s.rank is None]
+        rankings.append(TaskRanking(name, version, p, ranked + listed, pairs, notes))
+    if len(rankings) > 1:
+        used = "; ".join(f"v{r.version}: " + ", ".join(s.entry.label for s in r.standings) for r in sorted(rankings, key=lambda r: r.version))
+        for ranking in rankings:
+            ranking.version_note = f"{name}: dataset versions differ ({used}); their scores come from different prompts and are ranked separately, never compared."
+    return rankings
+
+
+def task_names(entries: list[Entry]) -> list[str]:
+    return list(dict.fromkeys(name for entry in entries for name in entry.results["tasks"]))
