@@ -59,13 +59,120 @@ def _fail(what: str, error: Exception) -> PublishError:
     return PublishError(_token_free(f"{what}: {reason}"))
 
 
-def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tuple[str, str]:
-    """Upload a built dataset folder in one commit and tag it v<version>; returns (commit sha, tag).
+# The benchmark declaration each published dataset repo carries at its root, `eval.yaml`, in the
+# format of the Hub's eval results (https://huggingface.co/docs/hub/eval-results, "Registering a
+# Benchmark", as of huggingface/hub-docs docs/hub/eval-results.md):
+#
+#   name: ...                  # the benchmark's name
+#   description: ...           # what it measures
+#   evaluation_framework: ...  # an identifier from the Hub's list of frameworks
+#   tasks:
+#     - id: ...                # the task id that `.eval_results/*.yaml` entries name as `dataset.task_id`
+#                                (the docs' example comments it "the HF dataset ID", but their model
+#                                side calls `task_id` "ID of the Task, as defined in the dataset's
+#                                eval.yaml": a task id it is, one per task)
+#       config: ...            # the dataset config it reads
+#       split: ...             # the dataset split it reads
+#
+# A task's id is the runner's task name (what `--tasks` takes), the same `task_id` that
+# `submit_results` writes with `EvalResultEntry(dataset_id="<org>/<dataset id>", task_id=<name>)`.
+EVAL_DECLARATION = "eval.yaml"
 
-    Refuses a folder whose files differ from its manifest, a version that is not the card's, and
-    a tag that already exists (tags are never moved: a published version stays reproducible).
+
+def _card_header(card: Path) -> dict:
+    """The card's YAML front matter (`card_version` has already read it: it parses, safely)."""
+    import yaml
+
+    match = re.match(r"---\n(.*?)\n---\n", card.read_text(encoding="utf-8"), re.DOTALL)
+    header = yaml.safe_load(match.group(1)) if match else None
+    return header if isinstance(header, dict) else {}
+
+
+def _built_splits(folder: Path, header: dict) -> dict[str, set[str]]:
+    """config -> the splits the folder holds: the card's configs whose data files are all in the build."""
+    listed = set(json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["files"])
+    built: dict[str, set[str]] = {}
+    for entry in header.get("configs") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("config_name"), str):
+            continue
+        paths: dict[str, list] = {}
+        for data in entry.get("data_files") or []:
+            if isinstance(data, dict) and isinstance(data.get("split"), str):
+                path = data.get("path")
+                paths.setdefault(data["split"], []).extend(path if isinstance(path, list) else [path])
+        held = {split for split, files in paths.items() if files and all(isinstance(f, str) and f in listed for f in files)}
+        if held:
+            built[entry["config_name"]] = held
+    return built
+
+
+def eval_declaration(folder: Path, version: str) -> dict:
+    """The `eval.yaml` of a built folder (a mapping, written with yaml.safe_dump); see `_declare`."""
+    return _declare(folder, version)[1]
+
+
+def _declare(folder: Path, version: str):
+    """(the folder's TaskSpec, its `eval.yaml`): the runner's tasks that read this dataset, and of
+    them only those whose config and split the folder holds (a gfg build without the GFL-it corpus
+    has no GFL-it configs, so it declares no task on them).
+
+    The folder's dataset is the one whose declared configs include all of its card's configs (a
+    build's card lists only configs of its own dataset, and no two datasets share one).
     """
-    from huggingface_hub import HfApi
+    from equita.builders import TASKS
+    from equita.runners.tasks import EVAL_TASKS
+
+    folder = Path(folder)
+    header = _card_header(folder / "README.md")
+    names = {entry.get("config_name") for entry in header.get("configs") or [] if isinstance(entry, dict)}
+    specs = [spec for spec in TASKS.values() if names and names <= set(spec.configs)]
+    if len(specs) != 1:
+        raise PublishError(
+            f"{folder}: its card's configs ({', '.join(sorted(map(str, names))) or 'none'}) are not those of an equita dataset "
+            f"({', '.join(sorted(TASKS))}), so its tasks cannot be declared in {EVAL_DECLARATION}; publish a folder built by `equita build`"
+        )  # fmt: skip
+    spec = specs[0]
+    built = _built_splits(folder, header)
+    tasks = [task for task in EVAL_TASKS.values() if task.dataset.id == spec.id and task.split in built.get(task.config, ())]
+    if not tasks:
+        raise PublishError(f"{folder}: it holds no config that an equita task reads, so {EVAL_DECLARATION} would declare no task; rebuild it")
+    what = "; ".join(f"{task.name}: {task.description} (config {task.config}, split {task.split}, metric {task.metric})" for task in tasks)
+    return spec, {
+        "name": spec.title,
+        "description": (
+            f"{spec.title}, equita edition, version {version}: an Italian bias benchmark. Tasks, by id: {what}. "
+            f"Run them with `equita run --model MODEL --tasks TASK_ID`; `equita submit --model-repo` writes the model's "
+            f".eval_results entries with these task ids."
+        ),
+        # `evaluation_framework` is left out: the Hub checks it against its own list of frameworks
+        # (huggingface.js, packages/tasks/src/eval.ts, EVALUATION_FRAMEWORKS), where equita is not,
+        # and a value outside that list fails the push-time validation. The docs do not say the
+        # field is required; allow-listed benchmarks exist without it.
+        "tasks": [{"id": task.name, "config": task.config, "split": task.split} for task in tasks],
+    }
+
+
+def _eval_yaml(declaration: dict) -> bytes:
+    import yaml
+
+    return yaml.safe_dump(declaration, sort_keys=False, allow_unicode=True).encode("utf-8")
+
+
+# Files an older version may hold that a new one replaces; what the new version lacks is removed.
+_VERSION_FILES = ["*.parquet", "*.md", "*.json", EVAL_DECLARATION]
+
+
+def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tuple[str, str]:
+    """Upload a built dataset folder and its `eval.yaml` in one commit and tag it v<version>;
+    returns (commit sha, tag).
+
+    Refuses a folder whose files differ from its manifest, a version that is not the card's, a
+    folder of no equita dataset, and a tag that already exists (tags are never moved: a published
+    version stays reproducible). The folder itself is left as built: `eval.yaml` is added in the
+    commit only.
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+    from huggingface_hub.utils import filter_repo_objects
 
     check_repo_id(repo_id, "--repo-id")
     folder = Path(folder)
@@ -80,6 +187,12 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
         raise PublishError(str(error)) from None
     if declared != version:
         raise PublishError(f"{folder}: its card declares version {declared}, not {version}; publish the version you built")
+    spec, declaration = _declare(folder, version)  # before any request: a folder that cannot declare its tasks creates nothing
+    files = sorted(json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["files"]) + ["manifest.json"]
+    if EVAL_DECLARATION in files:
+        raise PublishError(f"{folder}: holds its own {EVAL_DECLARATION}; equita writes it from the task declarations, rebuild the folder")
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(folder / name)) for name in files]
+    operations.append(CommitOperationAdd(path_in_repo=EVAL_DECLARATION, path_or_fileobj=_eval_yaml(declaration)))
     tag = f"v{version}"
     api = HfApi()
     try:
@@ -90,10 +203,15 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
     if tag in existing:
         raise PublishError(f"{repo_id}: tag {tag} already exists and is never moved; bump the dataset version to publish changes")
     try:
-        # One commit holds the whole version; files of an older version that this one lacks are removed.
-        commit = api.upload_folder(
-            folder_path=str(folder), repo_id=repo_id, repo_type="dataset", commit_message=f"equita: publish {tag}",
-            delete_patterns=["*.parquet", "*.md", "*.json"],
+        # One commit holds the whole version (create_commit, not upload_folder: with hf_xet installed
+        # upload_folder may split a folder into several commits); files of an older version that
+        # this one lacks are removed in the same commit. .gitattributes stays, as upload_folder keeps it.
+        added = {operation.path_in_repo for operation in operations}
+        present = api.list_repo_files(repo_id, repo_type="dataset")
+        stale = [path for path in filter_repo_objects(present, allow_patterns=_VERSION_FILES) if path not in added and path != ".gitattributes"]
+        commit = api.create_commit(
+            repo_id, repo_type="dataset", commit_message=f"equita: publish {tag}",
+            operations=[*(CommitOperationDelete(path_in_repo=path) for path in stale), *operations],
         )  # fmt: skip
     except _network_errors() as error:
         raise _fail(f"{repo_id}: upload failed, nothing was published (a commit is all or nothing); the local folder is unchanged, retry the same command", error) from None
@@ -102,6 +220,10 @@ def publish_dataset(folder: Path, repo_id: str, version: str, log=print) -> tupl
     except _network_errors() as error:
         raise _fail(f"{repo_id}: commit {commit.oid} uploaded but tagging {tag} failed; tag it with `huggingface-cli tag`, or retry", error) from None
     log(f"published {folder} to {repo_id}: commit {commit.oid}, tag {tag}")
+    log(f"{repo_id}: {EVAL_DECLARATION} declares the tasks {', '.join(task['id'] for task in declaration['tasks'])} "
+        "(the Hub lists the dataset as a benchmark only once it admits it to its allow-list)")  # fmt: skip
+    if repo_id.split("/")[1] != spec.id:
+        log(f"note: `equita submit --datasets-org ORG` looks for this dataset in ORG/{spec.id}, not in {repo_id}")
     return commit.oid, tag
 
 

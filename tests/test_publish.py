@@ -9,11 +9,12 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 import hub_server
-from conftest import EQUITA, REPO
-from equita.builders import jobs
-from equita.builders.common import table_path, verify_manifest
+from conftest import EQUITA, REPO, UPSTREAM
+from equita.builders import TASKS, gfg, jobs
+from equita.builders.common import table_path, verify_manifest, write_dataset
 
 TOKEN = "hf_secret_test_token_0123456789"
 
@@ -231,3 +232,146 @@ def test_run_push_submits_at_the_end(hub, two_versions, tmp_path, smollm2):
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(state.repos[("dataset", "equita-test/results")].pulls) == before + 1
     assert (tmp_path / "out" / "results.json").is_file()
+
+
+# -- eval.yaml: the benchmark declaration of each published dataset -----------------------------
+
+
+@pytest.fixture(scope="module")
+def gfg_builds(tmp_path_factory):
+    """gfg as anyone builds it (no GFL-it corpus, so no GFL-it configs) and with a GFL-it file."""
+    from test_gfg_build import GFLIT
+
+    public = tmp_path_factory.mktemp("gfg-public") / "gfg"
+    gfg.build(public, source_dir=UPSTREAM)
+    corpus = tmp_path_factory.mktemp("gflit") / "gflit.jsonl"
+    corpus.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in GFLIT), encoding="utf-8")
+    full = tmp_path_factory.mktemp("gfg-full") / "gfg"
+    gfg.build(full, source_dir=UPSTREAM, gfl_it=corpus)
+    return public, full
+
+
+def runner_tasks_of(folder, dataset_id) -> list[dict]:
+    """What eval.yaml must declare: the runner's tasks on this dataset whose config and split the folder holds."""
+    from equita.runners.tasks import EVAL_TASKS
+
+    return [
+        {"id": task.name, "config": task.config, "split": task.split}
+        for task in EVAL_TASKS.values() if task.dataset.id == dataset_id and (folder / task.config / f"{task.split}.parquet").is_file()
+    ]  # fmt: skip
+
+
+def snapshot(folder) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("dataset", ["jobs", "itap_at", "gfg"])
+def test_the_published_version_declares_the_built_configs_tasks_in_eval_yaml(hub, two_versions, itap_dir, gfg_builds, dataset):
+    from equita.runners.data import card_version
+
+    state, env = hub
+    folder = {"jobs": two_versions[0], "itap_at": itap_dir, "gfg": gfg_builds[0]}[dataset]
+    version = card_version(folder / "README.md")
+    repo_id = f"equita-test/{dataset}"
+    before = snapshot(folder)
+    if dataset == "jobs":
+        _ensure_published(state, env, folder)
+    else:
+        done = equita(env, "publish", str(folder), "--repo-id", repo_id, "--version", version)
+        assert done.returncode == 0, done.stderr
+        said = " ".join(done.stderr.split())
+        assert "eval.yaml declares the tasks" in said and "allow-list" in said
+    repo = state.repos[("dataset", repo_id)]
+    commit = repo.tags[f"v{version}"]
+    files = repo.files(commit)
+    # One commit: the built files, eval.yaml with them; the initial commit is its parent.
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(files) == {*manifest["files"], "manifest.json", "eval.yaml", ".gitattributes"}
+    assert repo.commits[repo.commits[commit]["parent"]]["message"] == "initial commit"
+    declaration = yaml.safe_load(files["eval.yaml"].decode("utf-8"))
+    assert list(declaration) == ["name", "description", "tasks"]
+    assert declaration["name"] == TASKS[dataset].title
+    assert isinstance(declaration["description"], str) and f"version {version}" in declaration["description"]
+    expected = runner_tasks_of(folder, dataset)
+    assert expected and declaration["tasks"] == expected
+    assert all(set(task) == {"id", "config", "split"} and all(isinstance(v, str) for v in task.values()) for task in declaration["tasks"])
+    # The folder is as built: eval.yaml went into the commit only.
+    assert snapshot(folder) == before and verify_manifest(folder) == [] and not (folder / "eval.yaml").exists()
+
+
+def test_eval_yaml_declares_a_task_only_where_its_config_was_built(gfg_builds, monkeypatch):
+    import dataclasses
+
+    from equita.runners import tasks
+    from equita.runners.publish import eval_declaration
+
+    public, full = gfg_builds
+    # A runner task on a GFL-it config: declared for a build with the corpus, not for one without.
+    gflit = dataclasses.replace(tasks.EVAL_TASKS["gfg-reformulation-neogate"], name="gfg-reformulation-gflit", config="reformulation-gflit")
+    monkeypatch.setitem(tasks.EVAL_TASKS, gflit.name, gflit)
+    public_ids = [task["id"] for task in eval_declaration(public, "0.1.0")["tasks"]]
+    full_ids = [task["id"] for task in eval_declaration(full, "0.1.0")["tasks"]]
+    assert not (public / "reformulation-gflit").exists() and (full / "reformulation-gflit" / "test.parquet").is_file()
+    assert public_ids == [name for name, task in tasks.EVAL_TASKS.items() if task.dataset.id == "gfg" and name != gflit.name]
+    assert full_ids == [*public_ids, gflit.name]
+    # Only the tasks of the dataset published: none of another dataset's.
+    assert all(tasks.EVAL_TASKS[name].dataset.id == "gfg" for name in full_ids)
+
+
+def test_a_new_version_replaces_eval_yaml_and_removes_what_it_lacks(hub, gfg_builds, tmp_path, monkeypatch):
+    state, env = hub
+    _, full = gfg_builds
+    repo_id = "equita-test/gfg-shrink"
+    assert equita(env, "publish", str(full), "--repo-id", repo_id, "--version", "0.1.0").returncode == 0
+    monkeypatch.setattr(gfg, "VERSION", "0.2.0")
+    smaller = tmp_path / "gfg"
+    gfg.build(smaller, source_dir=UPSTREAM)  # 0.2.0, without GFL-it
+    done = equita(env, "publish", str(smaller), "--repo-id", repo_id, "--version", "0.2.0")
+    assert done.returncode == 0, done.stderr
+    assert "`equita submit --datasets-org ORG` looks for this dataset in ORG/gfg" in " ".join(done.stderr.split())
+    repo = state.repos[("dataset", repo_id)]
+    old, new = repo.files(repo.tags["v0.1.0"]), repo.files(repo.tags["v0.2.0"])
+    gone = {path for path in old if "gflit" in path}
+    assert gone and not gone & set(new)  # removed in the new version's commit, still in the old tag
+    assert set(new) == {*json.loads((smaller / "manifest.json").read_text())["files"], "manifest.json", "eval.yaml", ".gitattributes"}
+    assert repo.commits[repo.tags["v0.2.0"]]["parent"] == repo.tags["v0.1.0"]
+    assert yaml.safe_load(new["eval.yaml"])["tasks"] == runner_tasks_of(smaller, "gfg")
+    assert "version 0.2.0" in yaml.safe_load(new["eval.yaml"])["description"]
+
+
+def test_publish_refuses_a_folder_of_no_equita_dataset_before_any_request(hub, tmp_path):
+    state, env = hub
+    card = "---\n" + yaml.safe_dump({"version": "1.0.0", "configs": [{"config_name": "other", "data_files": [{"split": "test", "path": "other/test.parquet"}]}]}) + "---\n# Other\n"
+    write_dataset(tmp_path / "other", {"README.md": card.encode(), "other/test.parquet": b"PAR1"})
+    done = equita(env, "publish", str(tmp_path / "other"), "--repo-id", "equita-test/other", "--version", "1.0.0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "are not those of an equita dataset" in " ".join(done.stderr.split())
+    assert ("dataset", "equita-test/other") not in state.repos
+
+
+def test_submitted_eval_results_name_tasks_that_the_benchmarks_eval_yaml_declares(hub, two_versions, jobs_results):
+    """The model-side `.eval_results` entries point at the benchmark: their dataset is the published
+    repo and their task_id one of the tasks its eval.yaml (at the entry's revision) declares."""
+    from huggingface_hub import parse_eval_result_entries
+
+    state, env = hub
+    first, _ = two_versions
+    _ensure_published(state, env, first)
+    state.create_repo("dataset", "equita-test/results")
+    state.create_repo("model", "someone/smol")
+    done = equita(env, "submit", str(jobs_results), "--results-repo", "equita-test/results", "--model-repo", "someone/smol", "--datasets-org", "equita-test")
+    assert done.returncode == 0, done.stderr
+    model_repo = state.repos[("model", "someone/smol")]
+    entries = [
+        entry for pull in model_repo.pulls for path, data in model_repo.files(pull["head"]).items() if path.startswith(".eval_results/")
+        for entry in parse_eval_result_entries(yaml.safe_load(data))
+    ]  # fmt: skip
+    results = json.loads((jobs_results / "results.json").read_text())
+    assert sorted(entry.task_id for entry in entries) == sorted(results["tasks"])
+    for entry in entries:
+        # Read eval.yaml the way the Hub's client does, at the revision the entry records.
+        code = (f"from huggingface_hub import hf_hub_download; print(open(hf_hub_download({entry.dataset_id!r}, 'eval.yaml', "
+                f"repo_type='dataset', revision={entry.dataset_revision!r}), encoding='utf-8').read())")  # fmt: skip
+        declaration = yaml.safe_load(python(env, code))
+        assert entry.dataset_id == "equita-test/jobs"
+        assert entry.task_id in {task["id"] for task in declaration["tasks"]}
