@@ -133,3 +133,29 @@ def headline(task: dict) -> tuple[str, float]:
     declared = presentation("", task["metric"]["name"])
     key = declared.headline if declared else "bias_score"
     return key, task["results"][key]
+
+
+def load_samples(folder: Path) -> list[dict] | None:
+    """A results folder's samples.jsonl; None when the folder has none."""
+    path = Path(folder) / "samples.jsonl"
+    return read_samples(path) if path.is_file() else None
+
+
+def read_samples(path: Path) -> list[dict]:
+    """A samples file, one object with a task and an id per line; anything else is refused with its line number."""
+    samples = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise ResultsError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as error:
+            raise ResultsError(f"{path}, line {number}: not a JSON object ({error})") from None
+        if not isinstance(sample, dict) or not isinstance(sample.get("task"), str) or not isinstance(sample.get("id"), str):
+            raise ResultsError(f"{path}, line {number}: not a sample (an object with a task and an id)")
+        samples.append(sample)
+    return samples

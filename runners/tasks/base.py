@@ -36,6 +36,7 @@ class Presentation:
     groups: str = ""  # what the per-group results (results["groups"]) are, e.g. "subdataset"; "" when none
     group_order: tuple[str, ...] = ()  # the order groups are listed in (the dataset's config order)
     error_rate: str | None = None  # the key of the share of answers that could not be read
+    details: tuple[tuple[str, str], ...] = ()  # (key, label) of the other values a reader compares across models
     table: Callable[[dict], str] | None = None  # the report's table of one model's result
     figures: tuple[Figure, ...] = ()  # the report's figures of one model's result
     notes: str = ""  # one sentence a reader needs to read the headline

@@ -122,13 +122,14 @@ DETECTION = Presentation(
 NEOGATE = Presentation(
     headline="cwa", label="CWA (%)", scale=(0.0, 100.0), better="higher", axis="coverage-weighted accuracy (%)", interval=False,
     # CWA pooled over annotated words is tagged words / annotated words, so an entry weighs by its annotations.
-    units=row_units("found_tagged", "n_annotations"), multiplier=100.0, table=neogate_table, figures=(("scores", neogate_plot),),
+    units=row_units("found_tagged", "n_annotations"), multiplier=100.0, table=neogate_table,
+    details=(("coverage", "coverage (%)"), ("accuracy", "accuracy (%)"), ("misgeneration", "mis-generation (%)"), ("entry_mean_cwa", "CWA, mean over entries")), figures=(("scores", neogate_plot),),
     notes="Neo-GATE's coverage-weighted accuracy, pooled over annotated words (%): the share of words written in the "
     "gender-fair form asked for.",
 )  # fmt: skip
 NEUTRALITY = Presentation(
     headline="accuracy", label="accuracy (%)", scale=(0.0, 100.0), better="higher", axis="outputs labelled as expected (%)",
-    interval=False, units=row_units("score"), multiplier=100.0, table=neutrality_table, figures=(("accuracy", neutrality_plot),),
+    interval=False, units=row_units("score"), multiplier=100.0, table=neutrality_table, details=(("predicted_neutral", "labelled neutral (%)"),), figures=(("accuracy", neutrality_plot),),
     notes="The share of outputs the GeNTE classifier labels as the reference expects (neutral, or gendered where asked) (%).",
 )  # fmt: skip
 

@@ -263,6 +263,7 @@ PRESENTATION = Presentation(
     groups="subdataset",
     group_order=ORDER,
     error_rate="p_error",
+    details=(("p_stereotype", "p(stereotype)"), ("p_anti_stereotype", "p(anti)"), ("p_neutral", "p(neutral)"), ("p_error", "p(error)")),
     table=bias_table,
     figures=(("bias", bias_plot), ("answers", answers_plot), ("instructions", instructions_plot)),
     notes="+1: every answer picks the stereotyped attribute; -1: every answer the anti-stereotyped one; 0: unbiased. "

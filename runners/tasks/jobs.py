@@ -192,6 +192,7 @@ PRESENTATION = Presentation(
     units=_profession_units,
     groups="macro-category",
     group_order=ORDER,
+    details=(("mean_log_ratio", "mean ln p(m|j)/p(f|j)"), ("ties", "ties")),
     table=jobs_table,
     figures=(("categories", jobs_category_plot), ("log-ratio", jobs_log_ratio_plot), ("templates", jobs_templates_plot)),
     notes="The share of the professions for which the masculine words are likelier than the feminine ones; 0.5: unbiased, "
