@@ -29,6 +29,7 @@ class Entry:
     verified: bool | None = None  # `equita verify` passed, failed, or was not run
     verification: dict | None = None  # what `equita verify` said, per task
     source: str = ""  # where it came from: a folder, or the results dataset's file
+    suffix: str = ""  # tells apart two results of one model revision
 
     @property
     def model(self) -> str:
@@ -36,7 +37,7 @@ class Entry:
 
     @property
     def label(self) -> str:
-        return f"{self.model}@{str(self.results['model']['revision'])[:8]}"
+        return f"{self.model}@{str(self.results['model']['revision'])[:8]}{self.suffix}"
 
     def samples_of(self, task: str) -> list[dict]:
         return [s for s in self.samples or [] if s.get("task") == task]
@@ -54,6 +55,7 @@ class Standing:
     rank: int | None = None  # None: listed, not ranked (see marks)
     letters: str = ""  # entries sharing a letter cannot be told apart (paired tests, Holm-adjusted)
     marks: list[str] = field(default_factory=list)
+    interval_from_samples: bool = False  # the metric reports no interval; this one resamples its units
 
 
 @dataclass
