@@ -332,9 +332,13 @@ def _dataset_commit(api, datasets_org: str, dataset: dict) -> str:
 
 def submit_results(results_dir: Path, results_repo: str, model_repo: str | None = None, datasets_org: str = "equita", log=print) -> list[str]:
     """Open pull requests with a run's results: one JSON per model and dataset version in the central
-    results dataset and, optionally, `.eval_results/*.yaml` in the model's repo. Never pushes
-    directly; an identical open submission is not opened twice. Returns the pull-request URLs or
-    references."""
+    results dataset, with the samples of its tasks next to it, and, optionally,
+    `.eval_results/*.yaml` in the model's repo. Never pushes directly; an identical open
+    submission is not opened twice. Returns the pull-request URLs or references.
+
+    The results are verified first (`equita verify`, on the published datasets of `datasets_org`):
+    a task whose scores do not follow from its samples is refused; one that cannot be checked
+    here is submitted, said in the log and in the record's "verification"."""
     import hashlib
 
     import yaml
@@ -342,6 +346,8 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
 
     from equita.runners.report import headline
     from equita.runners.results import ResultsError, load_results, validate_results
+    from equita.runners.run import strict
+    from equita.runners.verify import MISMATCH, NOT_VERIFIABLE, VerifyError, read_samples, verify_results
 
     check_repo_id(results_repo, "--results-repo")
     if model_repo is not None:
@@ -356,6 +362,11 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     problems = validate_results(results)
     if problems:
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
+    try:
+        samples = read_samples(Path(results_dir))
+    except VerifyError as error:
+        raise PublishError(str(error)) from None
+    checked = results  # verified as written; what is published has the local paths taken out
     results = _without_local_paths(results)
     from equita.builders import TASKS
 
@@ -384,12 +395,36 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
         api.repo_info(results_repo, repo_type="dataset")
     except _network_errors() as error:
         raise _fail(f"{results_repo}: the results dataset is not reachable", error) from None
+    # Before any pull request: every score must follow from the samples, on the data the submission points at.
+    try:
+        verification = verify_results(checked, samples, datasets=datasets_org, log=log)
+    except VerifyError as error:
+        raise PublishError(f"{results_dir}: {error}") from None
+    statuses = {name: entry["status"] for name, entry in verification["tasks"].items()}
+    refused = [name for name, status in statuses.items() if status == MISMATCH]
+    if refused:
+        first = verification["tasks"][refused[0]]["problems"][0]
+        others = f" (and {len(refused) - 1} more tasks)" if len(refused) > 1 else ""
+        raise PublishError(f"{results_dir}: task {refused[0]} does not verify: {first}{others}; nothing was submitted (details: `equita verify {results_dir}`)")
+    for name, status in statuses.items():
+        if status == NOT_VERIFIABLE:
+            log(f"{name}: not verifiable here ({verification['tasks'][name]['problems'][0]}); submitted, recorded as not verifiable")
+    home = str(Path.home())
     model_slug = _slug(results["model"]["id"])
     for (dataset_id, version), group in by_dataset.items():
         commit = _dataset_commit(api, datasets_org, group["dataset"])
         record = {key: results[key] for key in ("schema", "created", "equita", "model", "settings")}
         record["dataset"] = {"id": dataset_id, "version": version, "hub_repo": f"{datasets_org}/{dataset_id}", "commit": commit}
         record["tasks"] = group["tasks"]
+        record["verification"] = {"equita": verification["equita"], "tasks": {name: statuses[name] for name in group["tasks"]}}
+        # The samples go as they are: the leaderboard scores them again, and scrubbing would change
+        # prompts and answers. They hold no path by construction; one that names the home folder is refused.
+        lines = [json.dumps(strict(s), ensure_ascii=False) + "\n" for s in samples if s["task"] in group["tasks"]]
+        samples_content = "".join(lines).encode()
+        if len(home) > 1 and home in samples_content.decode():
+            raise PublishError(f"{results_dir}/samples.jsonl: samples of {dataset_id} hold your home folder's path ({home}); they are published as they are, so nothing was submitted")
+        samples_file = f"{model_slug}.samples.jsonl"
+        record["samples"] = {"file": samples_file, "sha256": hashlib.sha256(samples_content).hexdigest()}
         content = (json.dumps(record, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
         digest = hashlib.sha256(content).hexdigest()[:12]
         title = f"equita results: {results['model']['id']} on {dataset_id} v{version} [{digest}]"
@@ -401,7 +436,8 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
             else:
                 info = api.create_commit(
                     results_repo, repo_type="dataset", create_pr=True, commit_message=title,
-                    operations=[CommitOperationAdd(path_in_repo=f"{dataset_id}/v{version}/{model_slug}.json", path_or_fileobj=content)],
+                    operations=[CommitOperationAdd(path_in_repo=f"{dataset_id}/v{version}/{model_slug}.json", path_or_fileobj=content),
+                                CommitOperationAdd(path_in_repo=f"{dataset_id}/v{version}/{samples_file}", path_or_fileobj=samples_content)],
                     commit_description=f"Results of `{results['model']['id']}` (revision {results['model']['revision']}) on {dataset_id} v{version}, dataset commit {commit}.",
                 )  # fmt: skip
                 log(f"{results_repo}: opened {info.pr_url}")
