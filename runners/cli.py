@@ -20,6 +20,7 @@ from equita.runners.results import ResultsError, load_results
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
 from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
+from equita.runners.verify import VerifyError, verify_folder
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
 console = Console(stderr=True, soft_wrap=True)
@@ -282,6 +283,40 @@ def bench(
         console.print(f"[red]bench failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
     print((out / "bench.md").read_text())
+
+
+@app.command()
+def verify(
+    results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run` (results.json and samples.jsonl).")],
+    datasets: Annotated[
+        Optional[str],
+        typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
+    ] = None,
+    source_dir: Annotated[
+        Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")
+    ] = None,
+) -> None:
+    """Recompute every score from samples.jsonl and check it equals results.json; exit 0 when all verify, 1 when not."""
+    try:
+        verification = verify_folder(results_dir, datasets=datasets, source_dir=source_dir, log=_log)
+    except VerifyError as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from None
+    table = Table(title=f"verify {results_dir}")
+    for column in ("task", "status", "first problem"):
+        table.add_column(column)
+    colour = {"verified": "green", "mismatch": "red", "not verifiable": "yellow", "not computed": "dim"}
+    for name, entry in verification["tasks"].items():
+        first = entry["problems"][0] if entry["problems"] else "-"
+        more = f" (+{len(entry['problems']) - 1} more)" if len(entry["problems"]) > 1 else ""
+        table.add_row(escape(name), f"[{colour[entry['status']]}]{entry['status']}[/]", escape(first) + more)
+    Console().print(table)
+    # Every problem in full, one line each (the table's column cuts them).
+    for name, entry in verification["tasks"].items():
+        for problem in entry["problems"]:
+            _log(f"{name}: {entry['status']}: {problem}")
+    if not verification["verified"]:
+        raise typer.Exit(1)
 
 
 @app.command("tasks")
