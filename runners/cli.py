@@ -15,11 +15,11 @@ from equita.builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
 from equita.runners.data import DatasetError
 from equita.runners.models import EMBEDDED, ModelError
 from equita.runners.publish import PublishError, publish_dataset, publish_metric, submit_results
-from equita.runners.report import headline, write_report
-from equita.runners.results import ResultsError, load_results
+from equita.runners.report import write_report
+from equita.runners.results import ResultsError, headline, load_results, load_samples
 from equita.runners.run import RunOptions
 from equita.runners.run import run as run_tasks
-from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
+from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS, presentation
 from equita.runners.verify import VerifyError, verify_folder
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
@@ -159,8 +159,10 @@ def run(
             table.add_row(name, task["metric"]["name"], "not computed", "-", str(task["n"]), escape(str(task.get("not_computed") or "see report.md"))[:160])
             continue
         key, value = headline(task)
+        declared = presentation(name, task["metric"]["name"])
+        unbiased = f" ({declared.unbiased:g} unbiased)" if declared and declared.unbiased is not None else ""
         interval = "-" if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        table.add_row(name, task["metric"]["name"], f"{key} {value:.3f}", interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
+        table.add_row(name, task["metric"]["name"], f"{key} {value:.3f}{unbiased}", interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
     Console().print(table)
     console.print(f"wrote {escape(str(out))}/results.json, samples.jsonl, report.md")
     if push:
@@ -180,6 +182,7 @@ def report(
     """Write report.md (one results folder) or comparison.md with one table and one figure (several)."""
     try:
         loaded = [load_results(folder) for folder in results]
+        samples = [load_samples(folder) for folder in results]  # for the paired tests of a comparison
     except ResultsError as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
@@ -189,7 +192,7 @@ def report(
         console.print(f"[red]error:[/red] --out {escape(str(target))}: {escape(blocked)}", highlight=False)
         raise typer.Exit(1)
     try:
-        path = write_report(loaded, target)
+        path = write_report(loaded, target, samples)
     except OSError as error:
         console.print(f"[red]error:[/red] {escape(str(target))}: cannot be written ({escape(error.strerror or str(error))})", highlight=False)
         raise typer.Exit(1) from None
@@ -317,6 +320,44 @@ def verify(
             _log(f"{name}: {entry['status']}: {problem}")
     if not verification["verified"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def leaderboard(
+    results: Annotated[Optional[list[Path]], typer.Argument(help="Results folders of `equita run` to show.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder for the site (index.html, task and model pages, files/); an earlier site there is replaced.")] = Path("leaderboard"),
+    results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="Also show the results dataset on the Hub, ORG/NAME: merged and pending (open pull requests).")] = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Recompute every score from its samples (`equita verify`) and mark the outcome.")] = True,
+    datasets: Annotated[Optional[str], typer.Option("--datasets", help="With --verify: as for `equita run`.")] = None,
+    source_dir: Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="With --verify: upstream mirror, for datasets built locally.")] = None,
+    publish_site: Annotated[bool, typer.Option("--publish", help="Upload the site as a static Hugging Face Space (needs --space).")] = False,
+    space: Annotated[Optional[str], typer.Option("--space", help="With --publish: the Space, ORG/NAME.")] = None,
+) -> None:
+    """Build the leaderboard, a static site (rankings with intervals, per-group heatmaps, paired comparisons, model pages)."""
+    from equita.runners import leaderboard as board
+
+    if publish_site and not space:
+        console.print("[red]error:[/red] --publish needs --space ORG/NAME")
+        raise typer.Exit(2)
+    if space and not publish_site:
+        console.print("[red]error:[/red] --space applies with --publish only")
+        raise typer.Exit(2)
+    try:
+        entries = board.local_entries(results or [])
+        if results_repo:
+            entries += board.hub_entries(results_repo, log=_log)
+        if verify:
+            board.verify_entries(entries, datasets, source_dir, log=_log)
+        index = board.build_site(entries, out, log=_log)
+        if publish_site:
+            print(f"commit {board.publish_site(out, space, log=_log)}")
+    except board.LeaderboardError as error:
+        console.print(f"[red]leaderboard failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as error:
+        console.print(f"[red]leaderboard failed:[/red] {escape(str(out))}: cannot be written ({escape(error.strerror or str(error))})", highlight=False)
+        raise typer.Exit(1) from None
+    console.print(f"wrote {escape(str(index))}")
 
 
 @app.command("tasks")
