@@ -142,20 +142,21 @@ def load_samples(folder: Path) -> list[dict] | None:
 
 
 def read_samples(path: Path) -> list[dict]:
-    """A samples file, one object with a task and an id per line; anything else is refused with its line number."""
+    """A samples file, one JSON object a line (blank lines skipped); anything else is refused with its line number."""
     samples = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise ResultsError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            sample = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as error:
-            raise ResultsError(f"{path}, line {number}: not a JSON object ({error})") from None
-        if not isinstance(sample, dict) or not isinstance(sample.get("task"), str) or not isinstance(sample.get("id"), str):
-            raise ResultsError(f"{path}, line {number}: not a sample (an object with a task and an id)")
-        samples.append(sample)
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                sample = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                raise ResultsError(f"{path} line {number}: not UTF-8 ({error.reason} at byte {error.start})") from None
+            except json.JSONDecodeError as error:
+                raise ResultsError(f"{path} line {number}: not valid JSON ({error.msg} at column {error.colno})") from None
+            except RecursionError:
+                raise ResultsError(f"{path} line {number}: nested too deeply to be a sample") from None
+            if not isinstance(sample, dict):
+                raise ResultsError(f"{path} line {number}: not a JSON object (a sample is one object; this is a {type(sample).__name__})")
+            samples.append(sample)
     return samples

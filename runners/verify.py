@@ -28,6 +28,7 @@ from pathlib import Path
 from equita.runners import data
 from equita.runners.cache import misfit, request_key
 from equita.runners.requests import Loglikelihood
+from equita.runners import results as results_contract
 from equita.runners.results import ResultsError, load_results, validate_results
 from equita.runners.run import limited, load_metric, strict
 from equita.runners.tasks import EVAL_TASKS
@@ -50,27 +51,14 @@ def equita_version() -> str | None:
 
 
 def read_samples(folder: Path) -> list[dict]:
-    """The samples of a results folder, one JSON object a line (blank lines skipped)."""
+    """The samples of a results folder (the results contract's reader), a VerifyError when it has none or they are not samples."""
     path = Path(folder) / "samples.jsonl"
     if not path.is_file():
         raise VerifyError(f"{folder}: no samples.jsonl (the per-row answers `equita run` writes next to results.json)")
-    samples = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
-            try:
-                sample = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                raise VerifyError(f"{path} line {number}: not UTF-8 ({error.reason} at byte {error.start})") from None
-            except json.JSONDecodeError as error:
-                raise VerifyError(f"{path} line {number}: not valid JSON ({error.msg} at column {error.colno})") from None
-            except RecursionError:
-                raise VerifyError(f"{path} line {number}: nested too deeply to be a sample") from None
-            if not isinstance(sample, dict):
-                raise VerifyError(f"{path} line {number}: not a JSON object (a sample is one object; this is a {type(sample).__name__})")
-            samples.append(sample)
-    return samples
+    try:
+        return results_contract.read_samples(path)
+    except ResultsError as error:
+        raise VerifyError(str(error)) from None
 
 
 def verify_folder(folder: Path, **options) -> dict:

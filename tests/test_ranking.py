@@ -98,3 +98,27 @@ def test_samples_that_disagree_on_their_units_are_named_not_paired():
     b.samples[0]["metric_input"]["clusters"] = "elsewhere"
     (ranking,) = rank_task("itap-at", [a, b])
     assert "cannot pair the samples" in ranking.pairs[0]["error"] and "r0" in ranking.pairs[0]["error"]
+
+
+def test_the_comparison_report_prints_the_ranking_and_the_paired_tests(tmp_path):
+    from equita.runners import report
+
+    base = [1, 0, -1, 0, 1] * 8
+    entries = [_entry("base", base), _entry("same", list(base)), _entry("shifted", [1, 1, -1, 1, 1] * 8)]
+    for entry in entries:  # what write_report is given: results and samples side by side
+        entry.results.update(created="-", equita={"version": "-"})
+    text = report.write_report([e.results for e in entries], tmp_path, [e.samples for e in entries]).read_text()
+    ranking = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ") or line.startswith("| 3 ")]
+    # base and same at +0.200 share group a; shifted at +0.600 is further from 0 and differs.
+    assert [line.split("|")[2].strip() for line in ranking] == ["base@abcdef01", "same@abcdef01", "shifted@abcdef01"]
+    assert [line.split("|")[5].strip() for line in ranking] == ["a", "a", "b"]
+    pairs = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| base@") or line.startswith("| same@")]
+    # A, B, A - B, its interval, distance A - B, p, Holm p, shared rows, units. The exact permutation
+    # test over 8 words: only the observed signs and their reverse are as extreme, 2 / 256 = 0.0078;
+    # Holm multiplies the two smallest of three by 3 and 2, then keeps the running maximum: 0.0234.
+    assert pairs == [
+        ["base@abcdef01", "same@abcdef01", "+0.000", "[+0.000, +0.000]", "+0.000", "1.0000", "1.0000", "40", "8"],
+        ["base@abcdef01", "shifted@abcdef01", "-0.400", "[-0.400, -0.400]", "-0.400", "0.0078", "0.0234", "40", "8"],
+        ["same@abcdef01", "shifted@abcdef01", "-0.400", "[-0.400, -0.400]", "-0.400", "0.0078", "0.0234", "40", "8"],
+    ]
+    assert "Paired comparisons over the rows both models answered: paired bootstrap over 8 units" in text
