@@ -26,6 +26,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias 
 console = Console(stderr=True, soft_wrap=True)
 
 
+# Where the benchmark datasets are found: the same two options for run, bench, verify and leaderboard.
+DatasetsOption = Annotated[
+    Optional[str],
+    typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
+]
+SourceDirOption = Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")]
+
+
 @app.callback()
 def _root() -> None:
     """Keeps `equita build` a subcommand even while it is the only one."""
@@ -82,13 +90,8 @@ def run(
     model: Annotated[str, typer.Option("--model", help=f"Short name ({', '.join(EMBEDDED)}), a .gguf file, a checkpoint folder, or a Hub id.")],
     out: Annotated[Path, typer.Option("--out", help="Results folder: results.json, samples.jsonl, report.md, plots/, requests.jsonl (the resume cache).")],
     tasks: Annotated[str, typer.Option("--tasks", help=f"Comma-separated tasks or groups: {', '.join(TASK_GROUPS)}, {', '.join(EVAL_TASKS)}.")] = "all",
-    datasets: Annotated[
-        Optional[str],
-        typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
-    ] = None,
-    source_dir: Annotated[
-        Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")
-    ] = None,
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only N rows per task, spread over the dataset (a quick look).")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Requests per forward pass; halved on out-of-memory.")] = 16,
     revision: Annotated[Optional[str], typer.Option("--revision", help="Hub model revision (branch, tag or commit).")] = None,
@@ -257,8 +260,8 @@ def bench(
     ] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16, float16.")] = "float32",
-    datasets: Annotated[Optional[str], typer.Option("--datasets", help="As for `equita run`.")] = None,
-    source_dir: Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")] = None,
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
 ) -> None:
     """Time equita's runner against lm-evaluation-harness and a plain transformers loop on the same prompts."""
     from equita.runners.bench import BenchError, BenchOptions
@@ -291,13 +294,8 @@ def bench(
 @app.command()
 def verify(
     results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run` (results.json and samples.jsonl).")],
-    datasets: Annotated[
-        Optional[str],
-        typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
-    ] = None,
-    source_dir: Annotated[
-        Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")
-    ] = None,
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
 ) -> None:
     """Recompute every score from samples.jsonl and check it equals results.json; exit 0 when all verify, 1 when not."""
     try:
@@ -328,8 +326,8 @@ def leaderboard(
     out: Annotated[Path, typer.Option("--out", help="Folder for the site (index.html, task and model pages, files/); an earlier site there is replaced.")] = Path("leaderboard"),
     results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="Also show the results dataset on the Hub, ORG/NAME: merged and pending (open pull requests).")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Recompute every score from its samples (`equita verify`) and mark the outcome.")] = True,
-    datasets: Annotated[Optional[str], typer.Option("--datasets", help="With --verify: as for `equita run`.")] = None,
-    source_dir: Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="With --verify: upstream mirror, for datasets built locally.")] = None,
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
     publish_site: Annotated[bool, typer.Option("--publish", help="Upload the site as a static Hugging Face Space (needs --space).")] = False,
     space: Annotated[Optional[str], typer.Option("--space", help="With --publish: the Space, ORG/NAME.")] = None,
 ) -> None:
