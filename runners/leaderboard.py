@@ -49,59 +49,173 @@ def local_entries(folders: list[Path]) -> list[Entry]:
     return entries
 
 
-def _record_entry(path: Path, samples_path: Path | None, status: str, source: str) -> Entry:
-    """A submitted record (one model on one dataset version) read as results; it is untrusted."""
+def _record_entry(path: Path, samples_path: Path | None, status: str, source: str, at: tuple[str, str] | None = None, log=print) -> Entry:
+    """A submitted record (one model on one dataset version) read as results; it is untrusted.
+
+    Refused with LeaderboardError("<source>: <why>"): not a UTF-8 JSON object, not the results
+    schema, or (`at` = the dataset id and version of its path) about another dataset version than
+    its path says. Its samples (`samples_path`, when given) are read too; samples that cannot be
+    read, or whose sha256 is not the one the record names, are left out with a note (the record
+    stays, unverifiable)."""
+    import hashlib
+
+    from equita.runners.results import RESULTS_SCHEMA
+
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise LeaderboardError(f"{source}: not a JSON results record ({error})") from None
+        record = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise LeaderboardError(f"{source}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise LeaderboardError(f"{source}: not a JSON results record ({str(error)[:200]})") from None
     if not isinstance(record, dict):
-        raise LeaderboardError(f"{source}: not a JSON object")
+        raise LeaderboardError(f"{source}: not a JSON object (a record is one object; this is a {type(record).__name__})")
+    if record.get("schema") != RESULTS_SCHEMA:
+        raise LeaderboardError(f"{source}: schema {str(record.get('schema'))[:80]!r}, this equita reads {RESULTS_SCHEMA!r}")
     record.setdefault("timings", {})  # a submitted record carries the tasks' timings, not the run's
     problems = validate_results(record)
     if problems:
         raise LeaderboardError(f"{source}: does not follow the results schema: {'; '.join(problems[:3])}")
+    if at is not None:
+        dataset, version = at
+        claimed = record.get("dataset")
+        if not isinstance(claimed, dict) or (claimed.get("id"), claimed.get("version")) != (dataset, version):
+            raise LeaderboardError(f"{source}: its dataset is not {dataset} v{version}, the one its path names")
+        for name, task in record["tasks"].items():
+            if (task["dataset"]["id"], task["dataset"]["version"]) != (dataset, version):
+                raise LeaderboardError(f"{source}: task {name} ran on {str(task['dataset']['id'])[:80]!r} v{str(task['dataset']['version'])[:20]}, not on {dataset} v{version} as its path says")
     samples = None
-    if samples_path is not None and samples_path.is_file():
-        try:
-            samples = read_samples(samples_path)
-        except ResultsError as error:
-            raise LeaderboardError(f"{source}: {error}") from None
+    if samples_path is not None and Path(samples_path).is_file():
+        expected = record.get("samples", {}).get("sha256") if isinstance(record.get("samples"), dict) else None
+        if isinstance(expected, str) and hashlib.sha256(Path(samples_path).read_bytes()).hexdigest() != expected:
+            log(f"{source}: its samples differ from the sha256 the record names; shown without samples (not verifiable)")
+        else:
+            try:
+                samples = read_samples(samples_path)
+            except ResultsError as error:
+                log(f"{source}: samples left out, shown without them (not verifiable): {str(error).replace(str(samples_path), 'samples')}")
     return Entry(record, samples, status=status, source=source)
 
 
 def hub_entries(results_repo: str, log=print) -> list[Entry]:
-    """The results dataset's merged records (main) and those of its open pull requests (pending)."""
-    from huggingface_hub import HfApi, snapshot_download
+    """The results dataset's merged records (main) and those of its open pull requests (pending).
+
+    A record is `<dataset id>/v<X.Y.Z>/<file>.json`, its samples `<file>.samples.jsonl` next to
+    it. A pull request's pending records are those it adds or changes since the commit it
+    branched from (not what it shares with main, nor an older copy of a record main has since
+    changed); everything is read at a fixed commit, so a snapshot never mixes two states.
+
+    Bad submissions never stop the build: a record at another path, not following the results
+    schema, disagreeing with its path, or too large, is left out with one line naming it and why
+    ("left out <repo>/<path>: <why>"); so is an open pull request whose files cannot be read. Main
+    itself must be read whole: when the dataset, its listing or one of its merged files cannot be
+    downloaded, LeaderboardError (retry), so a passing network failure never builds a leaderboard
+    without some merged results. Paths from the Hub are checked before any becomes a local path.
+    """
+    import re
+
+    from huggingface_hub import HfApi, hf_hub_download
+    from huggingface_hub.hf_api import RepoFile
 
     from equita.runners.publish import PublishError, _fail, _network_errors, check_repo_id
 
+    max_record, max_samples = 16 * 2**20, 1024 * 2**20  # a record is kilobytes, its samples megabytes
+    suffix = ".samples.jsonl"
     try:
         check_repo_id(results_repo, "--results-repo")
     except PublishError as error:
         raise LeaderboardError(str(error)) from None
     api = HfApi()
-    entries: list[Entry] = []
+    network = _network_errors()
+
+    def shown(text: str) -> str:  # text from the Hub on one line: a control character as its escape
+        return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+    def failed(what: str, error: Exception) -> str:  # the client's messages span lines; ours are one, token-free
+        return " ".join(str(_fail(what, error)).split())
+
+    def files_at(revision: str) -> dict[str, tuple[str, int]]:
+        """path -> (blob id, size) of every file at a commit."""
+        listing = api.list_repo_tree(results_repo, repo_type="dataset", revision=revision, recursive=True)
+        return {item.path: (item.blob_id, item.size) for item in listing if isinstance(item, RepoFile)}
+
+    def read(revision: str, path: str, files: dict, status: str, source: str) -> Entry:
+        """One record and its samples at a commit; LeaderboardError for a bad one, network errors as raised."""
+        parts = path.split("/")
+        if len(parts) != 3 or not re.fullmatch(r"v\d+\.\d+\.\d+", parts[1]) or parts[2] == ".json":
+            raise LeaderboardError(f"{source}: not at <dataset id>/v<X.Y.Z>/<file>.json")
+        try:
+            for part in parts:
+                path_part(part, "path component")
+        except ValueError as error:
+            raise LeaderboardError(f"{source}: {error}") from None
+        if files[path][1] > max_record:
+            raise LeaderboardError(f"{source}: {files[path][1]} bytes, larger than a record can be ({max_record})")
+        local = Path(hf_hub_download(results_repo, path, repo_type="dataset", revision=revision))
+        samples, samples_local = path[: -len(".json")] + suffix, None
+        if samples in files:
+            try:
+                path_part(samples.split("/")[-1], "samples file")
+            except ValueError as error:
+                log(f"{source}: samples left out ({error}); shown without them")
+            else:
+                if files[samples][1] > max_samples:
+                    log(f"{source}: samples of {files[samples][1]} bytes left out (more than {max_samples}); shown without them")
+                else:
+                    samples_local = Path(hf_hub_download(results_repo, samples, repo_type="dataset", revision=revision))
+        return _record_entry(local, samples_local, status, source, at=(parts[0], parts[1][1:]), log=lambda message: log(shown(message)))
+
     try:
-        main = Path(snapshot_download(results_repo, repo_type="dataset", allow_patterns=["*.json", "*.jsonl"]))
-        merged = {}
-        for path in sorted(main.glob("*/v*/*.json")):
-            relative = path.relative_to(main).as_posix()
-            merged[relative] = path.read_bytes()
-            entries.append(_record_entry(path, path.with_suffix(".samples.jsonl"), "merged", f"{results_repo}/{relative}"))
-        pulls = api.get_repo_discussions(results_repo, repo_type="dataset", discussion_type="pull_request", discussion_status="open")
-        for pull in pulls:
-            revision = f"refs/pr/{pull.num}"
-            files = [f for f in api.list_repo_files(results_repo, repo_type="dataset", revision=revision) if f.endswith((".json", ".jsonl"))]
-            folder = Path(snapshot_download(results_repo, repo_type="dataset", revision=revision, allow_patterns=files))
-            for path in sorted(folder.glob("*/v*/*.json")):
-                relative = path.relative_to(folder).as_posix()
-                if merged.get(relative) == path.read_bytes():
-                    continue  # what the pull request shares with main is not pending
-                entries.append(_record_entry(path, path.with_suffix(".samples.jsonl"), "pending", f"{results_repo}#{pull.num} {relative}"))
-    except _network_errors() as error:
-        raise LeaderboardError(str(_fail(f"{results_repo}: cannot read the results dataset", error))) from None
-    log(f"{results_repo}: {sum(e.status == 'merged' for e in entries)} merged, {sum(e.status == 'pending' for e in entries)} pending")
+        main = api.repo_info(results_repo, repo_type="dataset").sha
+        main_files = files_at(main)
+        history = {commit.commit_id for commit in api.list_repo_commits(results_repo, repo_type="dataset", revision=main)}
+        pulls = [
+            pull for pull in api.get_repo_discussions(results_repo, repo_type="dataset", discussion_type="pull_request", discussion_status="open")
+            if pull.is_pull_request and pull.status == "open"
+        ]  # fmt: skip
+    except network as error:
+        raise LeaderboardError(failed(f"{results_repo}: cannot read the results dataset; retry", error)) from None
+    entries: list[Entry] = []
+    left_out = 0
+
+    def leave_out(why: str) -> None:
+        nonlocal left_out
+        left_out += 1
+        log(f"left out {shown(why)}")
+
+    for path in sorted(p for p in main_files if p.endswith(".json")):
+        try:
+            entries.append(read(main, path, main_files, "merged", f"{results_repo}/{shown(path)}"))
+        except LeaderboardError as error:
+            leave_out(str(error))
+        except network as error:
+            raise LeaderboardError(failed(f"{results_repo}/{shown(path)}: cannot be downloaded; retry", error)) from None
+    for pull in sorted(pulls, key=lambda pull: pull.num):
+        where = f"{results_repo}#{pull.num}"
+        try:
+            commits = [commit.commit_id for commit in api.list_repo_commits(results_repo, repo_type="dataset", revision=f"refs/pr/{pull.num}")]
+            if not commits:
+                raise LeaderboardError("it has no commits")
+            base = next((commit for commit in commits if commit in history), None)
+            head_files, base_files = files_at(commits[0]), files_at(base) if base else {}
+        except LeaderboardError as error:
+            leave_out(f"pull request {where}: {error}")
+            continue
+        except network as error:
+            leave_out(f"pull request {where}: {failed('its files cannot be read', error)}")
+            continue
+        changed = {path for path, blob in head_files.items() if blob[0] != base_files.get(path, (None,))[0] and blob[0] != main_files.get(path, (None,))[0]}
+        records = {path for path in changed if path.endswith(".json")}
+        records |= {path[: -len(suffix)] + ".json" for path in changed if path.endswith(suffix) and path[: -len(suffix)] + ".json" in head_files}
+        for path in sorted(records):
+            try:
+                entries.append(read(commits[0], path, head_files, "pending", f"{where} {shown(path)}"))
+            except LeaderboardError as error:
+                leave_out(str(error))
+            except network as error:
+                leave_out(f"{where} {shown(path)}: {failed('cannot be downloaded', error)}")
+    merged, pending = sum(e.status == "merged" for e in entries), sum(e.status == "pending" for e in entries)
+    note = f"; {left_out} left out (named above)" if left_out else ""
+    log(f"{results_repo}: {merged} merged, {pending} pending from {len(pulls)} open pull requests{note}")
     return entries
 
 
@@ -300,8 +414,16 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
 
 
 def publish_site(out: Path, space_id: str, log=print) -> str:
-    """Upload the site as a static Hugging Face Space, in one commit; returns the commit id."""
-    from huggingface_hub import HfApi
+    """Upload the built site as a static Hugging Face Space, in one commit; returns the commit id.
+
+    The Space's card, README.md (front matter `sdk: static`, `app_file: index.html`), is added in
+    the commit only: the site folder stays as `build_site` wrote it. Files an earlier site left in
+    the Space that this one lacks (pages, files/, assets) are removed in the same commit; files a
+    maintainer added there otherwise stay. A Space that exists with another SDK is refused, never
+    turned into a static one.
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+    from huggingface_hub.utils import filter_repo_objects
 
     from equita.runners.publish import PublishError, _fail, _network_errors, check_repo_id
 
@@ -310,16 +432,28 @@ def publish_site(out: Path, space_id: str, log=print) -> str:
     except PublishError as error:
         raise LeaderboardError(str(error)) from None
     out = Path(out)
-    if not (out / "index.html").is_file():
-        raise LeaderboardError(f"{out}: no index.html; build the site first")
-    card = "---\ntitle: equita leaderboard\nsdk: static\napp_file: index.html\npinned: false\n---\n\nBias and gender-fairness results of language models in Italian, built by `equita leaderboard`.\n"
-    (out / "README.md").write_text(card, encoding="utf-8")
+    if not (out / MARKER).is_file() or not (out / "index.html").is_file():
+        raise LeaderboardError(f"{out}: not a site built by `equita leaderboard` (no {MARKER} or index.html); build it first")
+    card = ("---\ntitle: equita leaderboard\nsdk: static\napp_file: index.html\npinned: false\n---\n\n"
+            "Bias and gender-fairness results of language models in Italian, built by `equita leaderboard`.\n")  # fmt: skip
+    site = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and not p.is_symlink())
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(out / name)) for name in site if name not in (MARKER, "README.md")]
+    operations.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")))
+    added = {operation.path_in_repo for operation in operations}
     api = HfApi()
     try:
         api.create_repo(space_id, repo_type="space", space_sdk="static", exist_ok=True)
-        commit = api.upload_folder(folder_path=str(out), repo_id=space_id, repo_type="space", commit_message="equita: publish the leaderboard",
-                                   delete_patterns=["*.html", "files/**"])  # fmt: skip
+        sdk = api.repo_info(space_id, repo_type="space").sdk
+        if sdk not in (None, "static"):
+            raise LeaderboardError(f"--space {space_id}: is a {sdk} Space, not a static one; publishing would replace its app, choose another --space")
+        present = api.list_repo_files(space_id, repo_type="space")
+        stale = [path for path in filter_repo_objects(present, allow_patterns=["*.html", "files/*", *ASSETS, MARKER]) if path not in added]
+        commit = api.create_commit(
+            space_id, repo_type="space", commit_message="equita: publish the leaderboard",
+            operations=[*(CommitOperationDelete(path_in_repo=path) for path in stale), *operations],
+        )  # fmt: skip
     except _network_errors() as error:
-        raise LeaderboardError(str(_fail(f"{space_id}: publishing the leaderboard Space failed; the local site is unchanged, retry", error))) from None
-    log(f"published {out} to the Space {space_id}: commit {commit.oid}")
+        message = str(_fail(f"{space_id}: publishing the leaderboard Space failed, nothing was published (a commit is all or nothing); the local site is unchanged, retry the same command", error))
+        raise LeaderboardError(" ".join(message.split())) from None  # one line: the client's message spans several
+    log(f"published {out} to the Space {space_id}: commit {commit.oid} ({len(added)} files, {len(stale)} stale ones removed)")
     return commit.oid

@@ -3,10 +3,13 @@
 It keeps repositories in memory as commits (path -> bytes), branches, tags and pull-request
 refs, and answers only the calls the client makes for what equita does: create a repo, validate
 a card, preupload and commit files (inline, "regular" mode), tag, list refs, read repo info,
-list the tree, paths-info, and resolve (download) files. Parquet files go through the LFS
-batch API (basic transfer: a PUT of the bytes, checked against their sha256), like on the
-Hub; other files are committed inline. `fail_next_commits` makes the next commits fail with a 503;
-`fail_next_lfs_uploads` drops the connection of the next LFS uploads, to test interrupted uploads.
+list the tree, paths-info, list a revision's commits, resolve (download) files, list
+discussions (filtered by type and status, as the Hub does) and merge a pull request. Parquet
+files go through the LFS batch API (basic transfer: a PUT of the bytes, checked against their
+sha256), like on the Hub; other files are committed inline. `fail_next_commits` makes the next
+commits fail with a 503; `fail_next_lfs_uploads` drops the connection of the next LFS uploads,
+to test interrupted uploads. `commit_to_main` and `merge_pull` change a repository as its
+maintainers would, for test setup.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class Repo:
     commits: dict = field(default_factory=dict)  # sha -> {"files": {path: bytes}, "parent": sha | None, "message": str}
     branches: dict = field(default_factory=dict)
     tags: dict = field(default_factory=dict)
-    pulls: list = field(default_factory=list)  # {"num", "title", "description", "ref", "status"}
+    pulls: list = field(default_factory=list)  # {"num", "title", "description", "head", "base", "status"}
     sdk: str | None = None
 
     def resolve(self, revision: str) -> str | None:
@@ -72,6 +75,37 @@ class HubState:
                 repo.branches["main"] = self.new_commit(repo, None, {".gitattributes": b"*.parquet filter=lfs\n"}, "initial commit")
                 self.repos[(kind, repo_id)] = repo
             return self.repos[(kind, repo_id)]
+
+    def commit_to_main(self, kind: str, repo_id: str, files: dict, message: str, delete: tuple = ()) -> str:
+        """A maintainer's direct commit to main (test setup): `files` added or replaced, `delete` removed."""
+        with self.lock:
+            repo = self.repos[(kind, repo_id)]
+            current = dict(repo.files(repo.branches["main"]))
+            current.update(files)
+            for path in delete:
+                current.pop(path, None)
+            repo.branches["main"] = self.new_commit(repo, repo.branches["main"], current, message)
+            return repo.branches["main"]
+
+    def merge_pull(self, kind: str, repo_id: str, num: int) -> str | None:
+        """Merge an open pull request into main as the Hub does: what it changed since the commit it
+        branched from is applied onto main; None when there is no such open pull request."""
+        with self.lock:
+            repo = self.repos.get((kind, repo_id))
+            pull = next((p for p in repo.pulls if p["num"] == num), None) if repo else None
+            if pull is None or pull["status"] != "open":
+                return None
+            head, base = repo.files(pull["head"]), repo.files(pull["base"])
+            files = dict(repo.files(repo.branches["main"]))
+            for path in set(head) | set(base):
+                if head.get(path) != base.get(path):
+                    if path in head:
+                        files[path] = head[path]
+                    else:
+                        files.pop(path, None)
+            repo.branches["main"] = self.new_commit(repo, repo.branches["main"], files, f"Merge pull request #{num}: {pull['title']}")
+            pull["status"] = "merged"
+            return repo.branches["main"]
 
     def new_commit(self, repo: Repo, parent: str | None, files: dict, message: str) -> str:
         sha = hashlib.sha1(json.dumps([parent, message, sorted((p, blob_oid(d)) for p, d in files.items())]).encode()).hexdigest()
@@ -134,9 +168,13 @@ class Handler(BaseHTTPRequestHandler):
         if match:
             recursive = parse_qs(url.query).get("recursive", ["false"])[0].lower() in ("1", "true")
             return self._tree(match.group(1), match.group(2), match.group(3), match.group(4) or "", recursive)
+        match = re.fullmatch(r"/api/(datasets|spaces|models)/([^/]+/[^/]+)/commits/(.+)", path)
+        if match:
+            return self._commits(match.group(1), match.group(2), match.group(3))
         match = re.fullmatch(r"/api/(datasets|spaces|models)/([^/]+/[^/]+)/discussions", path)
         if match:
-            return self._discussions(match.group(1), match.group(2))
+            query = parse_qs(url.query)
+            return self._discussions(match.group(1), match.group(2), query.get("type", [None])[0], query.get("status", [None])[0])
         self._error(404, f"no route for GET {path}")
 
     def do_POST(self):
@@ -167,6 +205,10 @@ class Handler(BaseHTTPRequestHandler):
         if match:
             paths = self._paths_from(body)
             return self._paths_info(match.group(1), match.group(2), match.group(3), paths)
+        match = re.fullmatch(r"/api/(datasets|spaces|models)/([^/]+/[^/]+)/discussions/(\d+)/merge", path)
+        if match:
+            merged = self.state.merge_pull(PREFIX.get(match.group(1), "model"), unquote(match.group(2)), int(match.group(3)))
+            return self._send(200, {}) if merged else self._error(404, "no open pull request with this number")
         self._error(404, f"no route for POST {path}")
 
     def do_PUT(self):
@@ -347,10 +389,14 @@ class Handler(BaseHTTPRequestHandler):
             answer = {"commitOid": sha, "commitUrl": f"http://{self.headers['Host']}/{prefix}{repo.id}/commit/{sha}", "success": True}
             if create_pr:
                 number = len(repo.pulls) + 1
-                repo.pulls.append({"num": number, "title": message, "description": description, "head": sha, "status": "open"})
+                repo.pulls.append({"num": number, "title": message, "description": description, "head": sha, "base": base, "status": "open"})
                 answer["pullRequestUrl"] = f"http://{self.headers['Host']}/{prefix}{repo.id}/discussions/{number}"
             else:
-                repo.branches[revision if revision in repo.branches else "main"] = sha
+                pull = next((p for p in repo.pulls if f"refs/pr/{p['num']}" == revision), None)
+                if pull is not None:  # a commit pushed to an open pull request's ref moves that ref, not main
+                    pull["head"] = sha
+                else:
+                    repo.branches[revision if revision in repo.branches else "main"] = sha
         self._send(200, answer)
 
     def _tag(self, kind: str, repo_id: str, revision: str, request: dict):
@@ -364,15 +410,29 @@ class Handler(BaseHTTPRequestHandler):
             repo.tags[request["tag"]] = sha
         self._send(200, {})
 
-    def _discussions(self, kind: str, repo_id: str):
+    def _commits(self, kind: str, repo_id: str, revision: str):
+        """A revision's history, newest first (one page: no Link header)."""
+        repo = self._repo(kind, repo_id)
+        sha = repo.resolve(revision) if repo else None
+        if sha is None or sha not in repo.commits:
+            return self._error(404, f"Invalid rev id: {unquote(revision)}")
+        history = []
+        while sha is not None:
+            commit = repo.commits[sha]
+            history.append({"id": sha, "authors": [{"user": "equita-test"}], "date": "2026-01-01T00:00:00.000Z", "title": commit["message"], "message": ""})
+            sha = commit["parent"]
+        self._send(200, history)
+
+    def _discussions(self, kind: str, repo_id: str, kind_filter: str | None = None, status: str | None = None):
         repo = self._repo(kind, repo_id)
         if repo is None:
             return self._error(404, "Repository not found")
+        wanted = [p for p in repo.pulls if kind_filter in (None, "all", "pull_request") and status in (None, "all", p["status"])]
         items = [
             {"num": p["num"], "title": p["title"], "status": p["status"], "isPullRequest": True, "pinned": False,
              "author": {"name": "equita-test", "type": "user"}, "createdAt": "2026-01-01T00:00:00.000Z", "repo": {"name": repo.id, "type": repo.type},
              "numComments": 0, "topReactions": []}
-            for p in repo.pulls
+            for p in wanted
         ]  # fmt: skip
         self._send(200, {"discussions": items, "count": len(items), "start": 0, "numClosedDiscussions": 0})
 
