@@ -340,6 +340,14 @@ def leaderboard(
     if space and not publish_site:
         console.print("[red]error:[/red] --space applies with --publish only")
         raise typer.Exit(2)
+    if space:
+        from equita.runners.publish import check_repo_id
+
+        try:
+            check_repo_id(space, "--space")  # before the Hub is read and the site built
+        except PublishError as error:
+            console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+            raise typer.Exit(2) from None
     try:
         entries = board.local_entries(results or [])
         if results_repo:

@@ -282,7 +282,7 @@ def test_publish_makes_a_static_space_of_the_site_and_a_republish_removes_stale_
     "args, code, message",
     [
         (["--publish"], 2, "--publish needs --space ORG/NAME"),
-        (["--publish", "--space", "no-org"], 1, "--space 'no-org': expected ORG/NAME"),
+        (["--publish", "--space", "no-org"], 2, "--space 'no-org': expected ORG/NAME"),
         (["--publish", "--space", "equita-test/app"], 1, "--space equita-test/app: is a gradio Space, not a static one"),
     ],
 )
