@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from importlib import metadata
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -28,6 +29,7 @@ from equita.runners.tasks import EVAL_TASKS
 from equita.runners.figures import group_rows
 
 ASSETS = ("style.css", "leaderboard.js")
+STANDINGS = "leaderboard.json"
 MARKER = "equita-site.json"  # marks a folder as a site this command wrote (and may replace)
 
 
@@ -339,6 +341,22 @@ def _format(value, p) -> str:
     return f"{value:.1f}" if p.scale[1] > 1 else f"{value:.3f}"
 
 
+def standings_data(rankings: list[TaskRanking], ids: dict) -> list[dict]:
+    """Every ranking as plain data: what ranks, each entry's numbers, marks and files, and the pairs."""
+    data = []
+    for ranking in rankings:
+        p = ranking.presentation
+        data.append({
+            "task": ranking.task, "dataset_major_version": ranking.version, "headline": p.headline, "unbiased": p.unbiased, "better": p.better,
+            "standings": [{"model": s.entry.model, "revision": s.entry.results["model"]["revision"], "label": s.entry.label, "status": s.entry.status,
+                           "verified": s.entry.verified, "rank": s.rank, "group": s.letters or None, "value": s.value, "ci_low": s.low, "ci_high": s.high,
+                           "interval_from_samples": s.interval_from_samples, "dataset_version": s.task["dataset"]["version"], "marks": s.marks,
+                           "results": f"files/{ids[id(s.entry)]}/results.json"} for s in ranking.standings],
+            "pairs": ranking.pairs, "notes": ranking.notes + ([ranking.version_note] if ranking.version_note else []),
+        })  # fmt: skip
+    return data
+
+
 def build_site(entries: list[Entry], out: Path, force: bool = False, title: str = "equita leaderboard", log=print) -> Path:
     """Write the site into `out` (index.html, task-*.html, model-*.html, files/); returns index.html."""
     out = Path(out)
@@ -398,7 +416,9 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
         pages.append(Page(page, "model.html.j2", {"entry": entry, "lines": lines, "files": files}))
         models.append({"entry": entry, "page": page, "tasks": len(lines)})
     pages.append(Page("index.html", "index.html.j2", {"tasks": task_pages, "models": models}))
-    context = {"title": title, "pages": {"tasks": task_pages, "models": models}}
+    # The standings as data, for anyone who cites or re-plots them (the pages show the same numbers).
+    (out / STANDINGS).write_text(json.dumps(standings_data(rankings, ids), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    context = {"title": title, "pages": {"tasks": task_pages, "models": models}, "equita": metadata.version("equita"), "standings": STANDINGS}
     for page in pages:
         html = environment.get_template(page.template).render(**context, **page.context, page=page.path)
         (out / page.path).write_text(html, encoding="utf-8")

@@ -232,6 +232,19 @@ PAGES = [("itap-at", "2"), ("itap-at", "1"), ("jobs", "2")]
 
 
 @pytest.mark.parametrize("task, major", PAGES, ids=[f"{t}-v{m}" for t, m in PAGES])
+def test_the_standings_file_holds_the_numbers_of_the_page(site, inputs, task, major):
+    standings = next(r for r in json.loads((site / "leaderboard.json").read_text()) if r["task"] == task and r["dataset_major_version"] == major)
+    shown = ranking(site, task, major)
+    assert [s["label"] for s in standings["standings"]] == list(shown)
+    for entry in standings["standings"]:
+        assert (str(entry["rank"]) if entry["rank"] else "–") == shown[entry["label"]]["rank"]
+        assert (site / entry["results"]).is_file()  # the results file it names is on the site
+    members = expected_members(inputs, task, major)
+    values = sorted(task_["results"]["bias_score"] for task_ in members.values() if task_["results"])
+    assert sorted(e["value"] for e in standings["standings"] if e["value"] is not None) == pytest.approx(values)
+
+
+@pytest.mark.parametrize("task, major", PAGES, ids=[f"{t}-v{m}" for t, m in PAGES])
 def test_every_ranking_row_shows_its_results_file(site, inputs, task, major):
     rows = ranking(site, task, major)
     members = expected_members(inputs, task, major)
