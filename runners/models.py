@@ -16,7 +16,6 @@ Torch is imported only by the `transformers` backend, when a model is loaded.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Iterator, Protocol, Sequence
 
 from equita.runners.errors import ModelError

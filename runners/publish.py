@@ -344,8 +344,7 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     import yaml
     from huggingface_hub import CommitOperationAdd, EvalResultEntry, HfApi, eval_result_entries_to_yaml
 
-    from equita.runners.report import headline
-    from equita.runners.results import ResultsError, load_results, validate_results
+    from equita.runners.results import ResultsError, headline, load_results, validate_results
     from equita.runners.run import strict
     from equita.runners.verify import MISMATCH, NOT_VERIFIABLE, VerifyError, read_samples, verify_results
 

@@ -18,7 +18,7 @@ from tabulate import tabulate
 from equita.builders.common import path_part
 from equita.runners.figures import group_rows, interval_text, plt
 from equita.runners.ranking import Entry, TaskRanking, rank_task, task_names
-from equita.runners.results import headline, limited_tasks  # noqa: F401 (headline: read from here by older callers)
+from equita.runners.results import limited_tasks
 from equita.runners.tasks import presentation
 
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import socket
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 PREFIX = {"datasets": "dataset", "spaces": "space", "models": "model"}
@@ -446,3 +449,20 @@ def start(state: HubState | None = None) -> tuple[ThreadingHTTPServer, HubState]
     server.handle_error = lambda request, address: None  # a client hanging up mid-response is not a test failure
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, state
+
+
+@contextmanager
+def running(home: Path, token: str):
+    """A loopback Hub, and the environment that points huggingface_hub (and equita) at it with `token`.
+
+    Whatever the caller's offline switches (TRANSFORMERS_OFFLINE counts for huggingface_hub too),
+    this Hub is reachable; `home` is a fresh HF_HOME, so nothing of the user's cache is read.
+    """
+    server, state = start()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HUB_DISABLE_XET="1", HF_TOKEN=token, HF_HOME=str(home),
+               HF_HUB_DISABLE_TELEMETRY="1")  # fmt: skip
+    try:
+        yield state, env
+    finally:
+        server.shutdown()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import socket
 import subprocess
@@ -26,14 +25,8 @@ MERGED, PENDING = "fake/merged", "fake/pending"  # model ids with a "/": their r
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    server, state = hub_server.start()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env.update(
-        HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HUB_DISABLE_XET="1", HF_TOKEN=TOKEN,
-        HF_HOME=str(tmp_path_factory.mktemp("hf-home")), HF_HUB_DISABLE_TELEMETRY="1",
-    )  # fmt: skip
-    yield state, env
-    server.shutdown()
+    with hub_server.running(tmp_path_factory.mktemp("hf-home"), TOKEN) as (state, env):
+        yield state, env
 
 
 def equita(env, *args) -> subprocess.CompletedProcess:

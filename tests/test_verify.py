@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -292,14 +291,10 @@ def test_command_exit_codes(genuine, datasets, tmp_path, edit, code, shown):
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory, datasets):
     """A loopback Hub holding Jobs, published as the maintainers do, and an empty results dataset."""
-    server, state = hub_server.start()
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.server_port}", HF_HUB_DISABLE_XET="1", HF_TOKEN="hf_test_token_verify",
-               HF_HOME=str(tmp_path_factory.mktemp("hf-home")), HF_HUB_DISABLE_TELEMETRY="1")  # fmt: skip
-    python(env, f"from equita.runners.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', '2.0.0')")
-    state.create_repo("dataset", "equita-test/results")
-    yield state, env
-    server.shutdown()
+    with hub_server.running(tmp_path_factory.mktemp("hf-home"), "hf_test_token_verify") as (state, env):
+        python(env, f"from equita.runners.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', '2.0.0')")
+        state.create_repo("dataset", "equita-test/results")
+        yield state, env
 
 
 def python(env, code: str) -> str:

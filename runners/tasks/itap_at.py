@@ -6,7 +6,6 @@ finds likelier); the metric classifies the answers and gives the bias score in [
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Callable
 
@@ -71,11 +70,6 @@ def _casings(word: str) -> tuple[str, ...]:
 def _itap_logprob_request(row: dict) -> Request:
     stereotype, anti = _casings(row["stereotype"]), _casings(row["anti_stereotype"])
     return Loglikelihood(user=row["prompt"], system=row["system_prompt"], continuations=stereotype + anti)
-
-
-def logsumexp(values: list[float]) -> float:
-    top = max(values)
-    return top if math.isinf(top) else top + math.log(sum(math.exp(v - top) for v in values))
 
 
 def _itap_logprob_inputs(rows: list[dict], responses: list[dict]) -> dict:
