@@ -122,3 +122,26 @@ def test_the_comparison_report_prints_the_ranking_and_the_paired_tests(tmp_path)
         ["same@abcdef01", "shifted@abcdef01", "-0.400", "[-0.400, -0.400]", "-0.400", "0.0078", "0.0234", "40", "8"],
     ]
     assert "Paired comparisons over the rows both models answered: paired bootstrap over 8 units" in text
+
+
+def _gente_entry(model: str, labels: list[int]) -> Entry:
+    """A GeNTE translation result: accuracy (%) with no interval of its own, one 0/1 score per entry."""
+    task = {"dataset": {"version": "1.0.0"}, "metric": {"name": "gente_neutrality"}, "request": {"type": "Generate", "format": "plain"},
+            "n": len(labels), "rows_in_dataset": len(labels), "results": {"accuracy": 100 * sum(labels) / len(labels)}}  # fmt: skip
+    samples = [{"task": "gfg-translation-gente", "id": f"e{i}", "score": s} for i, s in enumerate(labels)]
+    return Entry({"model": {"id": model, "revision": "0" * 16}, "settings": {"limit": None}, "tasks": {"gfg-translation-gente": task}}, samples)
+
+
+def test_accuracies_rank_higher_first_and_get_an_interval_from_their_samples():
+    from equita.runners.leaderboard import sample_interval
+
+    good, poor = _gente_entry("good", [1, 1, 1, 0] * 10), _gente_entry("poor", [1, 0, 0, 0] * 10)
+    (ranking,) = rank_task("gfg-translation-gente", [poor, good])
+    assert [(s.entry.model, s.rank, s.value) for s in ranking.standings] == [("good", 1, 75.0), ("poor", 2, 25.0)]
+    (pair,) = ranking.pairs
+    # 40 entries, each its own unit; A - B = 75 - 25 = 50 points, and no distance for an accuracy.
+    assert pair["difference"] == pytest.approx(50.0) and "distance_difference" not in pair and pair["p_value"] < 0.001
+    assert [s.letters for s in ranking.standings] == ["a", "b"]
+    for standing in ranking.standings:
+        sample_interval(standing, "gfg-translation-gente", ranking)
+        assert standing.interval_from_samples and standing.low < standing.value < standing.high and 0 <= standing.low and standing.high <= 100
