@@ -361,10 +361,6 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     problems = validate_results(results)
     if problems:
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
-    try:
-        samples = read_samples(Path(results_dir))
-    except VerifyError as error:
-        raise PublishError(str(error)) from None
     checked = results  # verified as written; what is published has the local paths taken out
     results = _without_local_paths(results)
     from equita.builders import TASKS
@@ -384,6 +380,10 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
                 raise PublishError(f"{results_dir}/results.json: tasks.{name}.results has no {error.args[0]!r}, its headline") from None
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PublishError(f"{results_dir}/results.json: tasks.{name}.results.{key} is {value!r}, not a number")
+    try:  # after the fields that become repository paths are checked
+        samples = read_samples(Path(results_dir))
+    except VerifyError as error:
+        raise PublishError(str(error)) from None
     api = HfApi()
     by_dataset: dict[tuple[str, str], dict] = {}
     for name, task in results["tasks"].items():

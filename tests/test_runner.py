@@ -229,8 +229,8 @@ def test_report_command_compares_models_side_by_side(first_run, tmp_path):
     assert f"smollm2@{results['model']['revision'][:8]}" in header and "another-model@01234567" in header
     row = next(line for line in text.splitlines() if line.startswith("| itap-at ") and "| all " in line)
     assert "+0.500" in row
-    # Both runs are --limit quick looks: listed in the rankings, never ranked.
-    assert "quick look (--limit" in text and "not ranked" in text
+    # Both runs are --limit quick looks: listed in the rankings (Markdown-escaped marks), never ranked.
+    assert "quick look \\(--limit 8, 8 of 2310 rows\\): not ranked" in text
     assert (target / "comparison.png").read_bytes()[:8] == PNG_MAGIC
 
 
