@@ -87,6 +87,26 @@ def _p_value(units, statistic, n_resamples, seed):
     return float(result.pvalue)
 
 
+def _unit_sums(shared: list[str], unit_of: Rows, *sides: Rows) -> tuple[np.ndarray, ...]:
+    """Per unit (in the order first met), the summed numerators and denominators of the shared rows, side after side."""
+    keys = {key: index for index, key in enumerate(dict.fromkeys(unit_of[row][0] for row in shared))}
+    where = np.array([keys[unit_of[row][0]] for row in shared], dtype=int)
+    return tuple(np.bincount(where, weights=np.array([float(rows[row][column]) for row in shared]), minlength=len(keys))
+                 for rows in sides for column in (1, 2))  # fmt: skip
+
+
+def ratio_interval(rows: Rows, *, multiplier: float = 1.0, confidence: float = 0.95, n_resamples: int = 2000,
+                   seed: int = 0) -> tuple[float, float | None, float | None]:  # fmt: skip
+    """One model's score and its percentile bootstrap interval over units, for a metric that reports no interval."""
+    units = _unit_sums(list(rows), rows, rows)
+
+    def score(num, den, axis=-1):
+        return multiplier * _ratio(num, den, axis)
+
+    observed = float(score(*units))
+    return (observed, *_interval(units, score, observed, confidence, n_resamples, seed))
+
+
 def paired_difference(a: Rows, b: Rows, *, multiplier: float = 1.0, unbiased: float | None = None,
                       confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> dict:  # fmt: skip
     """Score difference A - B over the rows both models have, with a paired interval and p-value.
@@ -99,14 +119,8 @@ def paired_difference(a: Rows, b: Rows, *, multiplier: float = 1.0, unbiased: fl
     for row in shared:
         if a[row][0] != b[row][0]:
             raise ValueError(f"row {row!r} is in unit {a[row][0]!r} for model A but in {b[row][0]!r} for model B")
-    keys = {key: index for index, key in enumerate(dict.fromkeys(a[row][0] for row in shared))}
-    where = np.array([keys[a[row][0]] for row in shared], dtype=int)
-    n = len(keys)
-
-    def per_unit(rows, column):
-        return np.bincount(where, weights=np.array([float(rows[row][column]) for row in shared]), minlength=n)
-
-    units = (per_unit(a, 1), per_unit(a, 2), per_unit(b, 1), per_unit(b, 2))
+    units = _unit_sums(shared, a, a, b)
+    n = len(units[0])
     score_a = float(multiplier * _ratio(units[0], units[1]))
     score_b = float(multiplier * _ratio(units[2], units[3]))
     out = {"n_rows": len(shared), "n_units": n, "only_a": sum(row not in b for row in a),

@@ -12,21 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
-from importlib import metadata
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import quote
 
-import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
-from scipy import stats
 
 from equita.builders.common import file_in_the_way, path_part
-from equita.runners.ranking import Entry, Standing, TaskRanking, rank_task, task_names
-from equita.runners.results import ResultsError, load_results, load_samples, read_samples, validate_results
-from equita.runners.tasks import EVAL_TASKS
+from equita.runners.compare import ratio_interval
 from equita.runners.figures import group_rows
+from equita.runners.ranking import Entry, Standing, TaskRanking, rank_task, task_names
+from equita.runners.results import RESULTS_SCHEMA, ResultsError, load_results, load_samples, read_samples, validate_results
+from equita.runners.tasks import EVAL_TASKS
 
 ASSETS = ("style.css", "leaderboard.js")
 STANDINGS = "leaderboard.json"
@@ -59,9 +59,6 @@ def _record_entry(path: Path, samples_path: Path | None, status: str, source: st
     its path says. Its samples (`samples_path`, when given) are read too; samples that cannot be
     read, or whose sha256 is not the one the record names, are left out with a note (the record
     stays, unverifiable)."""
-    import hashlib
-
-    from equita.runners.results import RESULTS_SCHEMA
 
     try:
         record = json.loads(Path(path).read_bytes().decode("utf-8"))
@@ -113,8 +110,6 @@ def hub_entries(results_repo: str, log=print) -> list[Entry]:
     downloaded, LeaderboardError (retry), so a passing network failure never builds a leaderboard
     without some merged results. Paths from the Hub are checked before any becomes a local path.
     """
-    import re
-
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.hf_api import RepoFile
 
@@ -267,27 +262,11 @@ def sample_interval(standing: Standing, name: str, ranking: TaskRanking, seed: i
     if p.interval or p.units is None or not samples or standing.value is None:
         return
     try:
-        units: dict[str, list[float]] = {}
-        for unit, numerator, denominator in p.units(samples).values():
-            pair = units.setdefault(unit, [0.0, 0.0])
-            pair[0] += numerator
-            pair[1] += denominator
+        _, low, high = ratio_interval(p.units(samples), multiplier=p.multiplier, n_resamples=1000, seed=seed)
     except (KeyError, TypeError, ValueError):
         return
-    if len(units) < 2:
-        return
-    numerators, denominators = np.array(list(units.values())).T
-
-    def ratio(num, den, axis=-1):
-        total = den.sum(axis=axis)
-        return p.multiplier * np.where(total > 0, num.sum(axis=axis) / np.maximum(total, 1e-300), 0.0)
-
-    result = stats.bootstrap((numerators, denominators), ratio, paired=True, vectorized=True, n_resamples=1000,
-                             method="percentile", random_state=np.random.default_rng(seed))  # fmt: skip
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    if np.isfinite(low) and np.isfinite(high):
-        standing.low, standing.high = low, high
-        standing.interval_from_samples = True
+    if low is not None:
+        standing.low, standing.high, standing.interval_from_samples = low, high, True
 
 
 def slug(text: str) -> str:
