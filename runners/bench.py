@@ -34,7 +34,7 @@ from equita.runners.hf import TransformersModel
 from equita.runners.models import load_model
 from equita.runners.requests import Generate
 from equita.runners.run import limited, write_atomic
-from equita.runners.tasks import EVAL_TASKS
+from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
 
 BENCH_SCHEMA = "equita.bench/1"
 LOGPROB_TOLERANCE = 1e-4
@@ -47,7 +47,7 @@ TOOLS = ("equita", "lm-eval", "naive")
 @dataclass(frozen=True)
 class Workload:
     name: str
-    task: str  # the equita task whose rows, prompts and settings are used
+    task: str  # the equita task whose rows, prompts and settings are used, or a task group (a whole `equita run`)
     limit: int | None  # default subset for a CPU (rows spread over the dataset, or whole professions); None: all
     tools: tuple[str, ...]  # who runs it (the naive loop only generates)
     targets: dict = field(default_factory=dict)  # tool -> speed-up equita must reach against it
@@ -56,11 +56,15 @@ class Workload:
 WORKLOADS = {
     workload.name: workload
     for workload in (
-        Workload("itap-at", "itap-at", 128, ("equita", "lm-eval", "naive"), {"naive": 5.0, "lm-eval": 1.5}),
+        Workload("itap-at", "itap-at", 128, ("equita", "lm-eval", "naive"), {"naive": 5.0}),
         Workload("jobs", "jobs", None, ("equita", "lm-eval"), {"lm-eval": 3.0}),
-        Workload("gfg", "gfg-reformulation-neogate", 32, ("equita", "lm-eval", "naive")),
+        Workload("gfg", "gfg-reformulation-neogate", 32, ("equita", "lm-eval", "naive"), {"lm-eval": 3.5}),
+        # The number a user feels: `equita run --tasks bias` end to end (metrics and report
+        # included) against lm-eval running the same four tasks on the same prompts.
+        Workload("suite", "bias", None, ("equita", "lm-eval"), {"lm-eval": 1.5}),
     )
 }
+DEFAULT_WORKLOADS = ("itap-at", "jobs", "gfg")  # the suite takes about an hour here: asked for by name
 
 
 class BenchError(Exception):
@@ -71,9 +75,9 @@ class BenchError(Exception):
 class BenchOptions:
     model: str = "smollm2"
     out: Path = Path("bench")
-    workloads: tuple[str, ...] = tuple(WORKLOADS)
+    workloads: tuple[str, ...] = DEFAULT_WORKLOADS
     tools: tuple[str, ...] = TOOLS
-    batch_size: int = 16
+    batch_size: int | str = "auto"  # "auto": each tool sizes its own batches; a number: the same for equita and lm-eval
     repeats: int = 3
     limits: dict = field(default_factory=dict)  # workload -> rows (None: all), overriding Workload.limit
     device: str = "cpu"
@@ -118,15 +122,37 @@ def lm_eval_task_yaml(name: str, prompts_file: Path, kind: str, max_new_tokens: 
 
 
 def prepare_workload(workload: Workload, model: TransformersModel, folder: Path, options: BenchOptions, log) -> dict:
-    """Write rows.jsonl, prompts.jsonl and the lm-eval YAML; return the workload's description."""
-    task = EVAL_TASKS[workload.task]
+    """Write rows.jsonl, prompts.jsonl and the lm-eval YAML; return the workload's description.
+
+    A task group (the suite) gets one such folder per task, and lm-eval runs all their YAMLs.
+    """
+    limit = options.limits.get(workload.name, workload.limit)
+    if workload.task in TASK_GROUPS:
+        parts = {name: prepare_task(name, limit, model, folder / name, options, log) for name in TASK_GROUPS[workload.task]}
+        bos = {part["add_bos_token"] for part in parts.values()}
+        if len(bos) > 1:
+            raise BenchError(f"{workload.name}: lm-eval adds BOS to every task or to none, and these tasks differ; run them as separate workloads")
+        return {
+            "task": workload.task,
+            "kind": "suite",
+            "requests": sum(part["requests"] for part in parts.values()),
+            "limit": limit,
+            "add_bos_token": bos.pop(),
+            "max_length": max(part["max_length"] for part in parts.values()),
+            "parts": parts,
+        }
+    return prepare_task(workload.task, limit, model, folder, options, log)
+
+
+def prepare_task(name: str, limit: int | None, model: TransformersModel, folder: Path, options: BenchOptions, log) -> dict:
+    """One task's rows.jsonl, prompts.jsonl and lm-eval YAML in `folder`."""
+    task = EVAL_TASKS[name]
     where, location, revision = data.locate(task.dataset, options.datasets, options.source_dir, log=log)
     rows = data.load_rows(task.config, task.split, where, location, revision)
-    limit = options.limits.get(workload.name, workload.limit)
     rows = limited(task, rows, limit)
     requests = [task.request(row) for row in rows]
     kind = "generate" if isinstance(requests[0], Generate) else "loglikelihood"
-    prompts, prompt_tokens, scored_tokens = [], 0, 0
+    prompts, prompt_tokens, scored_tokens, longest = [], 0, 0, 0
     for request in requests:
         text = model.render(request)
         ids = model._encode(text, request)
@@ -134,15 +160,18 @@ def prepare_workload(workload: Workload, model: TransformersModel, folder: Path,
         entry = {"prompt": text, "add_special_tokens": not (request.chat and model.info.chat_template)}
         if kind == "generate":
             entry |= {"max_new_tokens": request.max_new_tokens, "stop": list(request.stop), "reference": ""}
+            longest = max(longest, len(ids) + request.max_new_tokens)
         else:
             entry["continuations"] = list(request.continuations)
             # What scoring each continuation with its context reads, the common unit of work.
-            scored_tokens += sum(len(ids) + len(tokens) for tokens in model._continuation_tokens(request))
+            continuations = model._continuation_tokens(request)
+            scored_tokens += sum(len(ids) + len(tokens) for tokens in continuations)
+            longest = max(longest, len(ids) + max(len(tokens) for tokens in continuations))
         prompts.append(entry)
     folder.mkdir(parents=True, exist_ok=True)
     _write_jsonl(folder / "rows.jsonl", rows)
     _write_jsonl(folder / "prompts.jsonl", prompts)
-    lm_eval_name = "equita_bench_" + workload.name.replace("-", "_")
+    lm_eval_name = "equita_bench_" + name.replace("-", "_")
     settings = {}
     if kind == "generate":
         settings = {"max_new_tokens": requests[0].max_new_tokens, "stop": list(requests[0].stop)}
@@ -150,7 +179,7 @@ def prepare_workload(workload: Workload, model: TransformersModel, folder: Path,
     (folder / "lm_eval").mkdir(exist_ok=True)
     (folder / "lm_eval" / f"{lm_eval_name}.yaml").write_text(yaml.safe_dump(task_yaml, sort_keys=False, allow_unicode=True))
     return {
-        "task": workload.task,
+        "task": name,
         "dataset": {"id": task.dataset.id, "config": task.config, "version": task.dataset.version, "revision": revision},
         "kind": kind,
         "requests": len(requests),
@@ -161,6 +190,9 @@ def prepare_workload(workload: Workload, model: TransformersModel, folder: Path,
         "lm_eval_task": lm_eval_name,
         # lm-eval adds BOS to every context or to none: as equita does for raw text (chat prompts carry their own).
         "add_bos_token": bool(prompts[0]["add_special_tokens"] and model.tokenizer("a")["input_ids"][:1] == [model.tokenizer.bos_token_id]),
+        # lm-eval's `auto` probes its batch size on sequences this long (by default the model's
+        # whole context, 8,192 tokens for SmolLM2, which on a CPU takes longer than the work).
+        "max_length": longest + 1,
         "prompts": prompts,
     }
 
@@ -313,8 +345,8 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     bad_tools = [tool for tool in options.tools if tool not in TOOLS]
     if bad_tools or "equita" not in options.tools:
         raise BenchError(f"tools must include equita and come from {', '.join(TOOLS)}; got {', '.join(options.tools)}")
-    if options.repeats < 1 or options.batch_size < 1:
-        raise BenchError("--repeats and --batch-size must be at least 1")
+    if options.repeats < 1 or (options.batch_size != "auto" and (not isinstance(options.batch_size, int) or options.batch_size < 1)):
+        raise BenchError("--repeats must be at least 1, and --batch-size auto or at least 1")
     if "lm-eval" in options.tools:
         try:
             lm_eval_version = metadata.version("lm_eval")
@@ -352,7 +384,9 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
         tools = [tool for tool in workload.tools if tool in options.tools]
         folder = options.out / "work" / name
         described = prepare_workload(workload, model, folder, options, log)
-        prompts = described.pop("prompts")
+        suite = described["kind"] == "suite"
+        parts = described["parts"] if suite else {workload.task: described}
+        prompts = {task: part.pop("prompts") for task, part in parts.items()}
         log(f"{name}: {described['requests']} requests, tools {', '.join(tools)}, {options.repeats} repetitions")
         runs: dict[str, list[dict]] = {tool: [] for tool in tools}
         for repetition in range(options.repeats):
@@ -366,29 +400,48 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
                     "workload": str(folder.resolve()),
                     "task": workload.task,
                     "kind": described["kind"],
-                    "lm_eval_task": described["lm_eval_task"],
+                    "parts": {task: {"kind": part["kind"], "lm_eval_task": part["lm_eval_task"]} for task, part in parts.items()},
                     "model": folder_model,
                     "batch_size": options.batch_size,
                     "device": options.device,
                     "dtype": options.dtype,
                     "add_bos_token": described["add_bos_token"],
+                    "max_length": described["max_length"],
+                    # The suite runs `equita run` itself, which finds the datasets as a user's run does.
+                    "datasets": options.datasets,
+                    "source_dir": str(options.source_dir.resolve()) if options.source_dir else None,
+                    "limit": described["limit"],
                 }
                 result = run_worker(spec, folder / "runs")
                 runs[tool].append(result)
                 log(f"  {name} {tool} #{repetition + 1}: {result['run_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB")
-        described["agreement"] = _agreement(runs, prompts, described["kind"], model)
-        if described["kind"] == "generate":
-            generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in runs["equita"][0]["answers"])
-            tokens = described["prompt_tokens"] + generated
-            described["generated_tokens"] = generated
-            context = described["prompt_tokens"] / described["requests"] + generated / described["requests"] / 2
-        else:
-            tokens = described["scored_tokens"]
-            context = described["prompt_tokens"] / described["requests"]
-        per_token = flops_per_token(model, context)
-        ceiling = rate / per_token
+        # Each task's work checked and counted on its own; a suite adds its tasks up.
+        checks, tokens, seconds_at_ceiling = {}, 0, 0.0
+        for task, part in parts.items():
+            task_runs = {tool: [_part(result, task, suite) for result in results] for tool, results in runs.items()}
+            checks[task] = _agreement(task_runs, prompts[task], part["kind"], model)
+            if part["kind"] == "generate":
+                answers = task_runs["equita"][0]["answers"]
+                generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in answers)
+                part["generated_tokens"] = generated
+                part["work_tokens"] = part["prompt_tokens"] + generated
+                context = part["prompt_tokens"] / part["requests"] + generated / part["requests"] / 2
+            else:
+                part["work_tokens"] = part["scored_tokens"]
+                context = part["prompt_tokens"] / part["requests"]
+            per_token = flops_per_token(model, context)
+            part["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": rate / per_token}
+            tokens += part["work_tokens"]
+            seconds_at_ceiling += part["work_tokens"] / part["ceiling"]["tokens_per_s"]
+        described["agreement"] = checks[workload.task] if not suite else {
+            tool: _all_agree({task: check[tool] for task, check in checks.items()}) for tool in runs
+        }  # fmt: skip
+        if suite:
+            described["agreement_by_task"] = checks
+        ceiling = tokens / seconds_at_ceiling
         described["work_tokens"] = tokens
-        described["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": ceiling}
+        described["ceiling"] = {"flops_per_token": rate / ceiling, "tokens_per_s": ceiling}
+        described["batching"] = {tool: results[0].get("batching", {}) for tool, results in runs.items() if results[0].get("batching")}
         described["tools"] = {tool: _summary(results, tokens, ceiling) for tool, results in runs.items()}
         described["ratios"], described["targets"] = {}, {}
         equita = described["tools"]["equita"]
@@ -414,6 +467,24 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     return report
 
 
+def _part(result: dict, task: str, suite: bool) -> dict:
+    """One task's answers and prompts from a run: the whole run, or its share of a suite's."""
+    if not suite:
+        return result
+    return {"answers": result["answers"][task], "prompts": result["prompts"][task]}
+
+
+def _all_agree(checks: dict[str, dict]) -> dict:
+    """A suite did the same work when each of its tasks did; the first task that did not says why."""
+    for task, check in checks.items():
+        if not check["same_work"]:
+            return {**check, "why": f"{task}: {check['why']}"}
+    ties = [{"task": task, **tie} for task, check in checks.items() for tie in check.get("near_ties", [])]
+    worst = max((check["max_logprob_diff"] for check in checks.values() if "max_logprob_diff" in check), default=None)
+    identical = sum(check.get("identical", 0) for check in checks.values())
+    return {"same_work": True, "identical": identical, "near_ties": ties, **({"max_logprob_diff": worst} if worst is not None else {})}
+
+
 def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, model: TransformersModel) -> dict:
     """Each tool against equita's first run (and equita's own repetitions against each other)."""
     reference = runs["equita"][0]["answers"]
@@ -435,6 +506,29 @@ def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, mode
 
 
 # -- the Markdown summary -------------------------------------------------------------------------
+
+
+def batching_lines(batching: dict) -> list[str]:
+    """How each tool sized its batches: equita's choice, trials and slot utilisation; lm-eval's detected sizes."""
+    lines = []
+    for tool, record in batching.items():
+        # A suite's equita record is per task; a single workload's is the task's own.
+        records = record if all(isinstance(value, dict) for value in record.values()) else {"": record}
+        said = []
+        for task, one in records.items():
+            if "batch_size" not in one and "detected_batch_sizes" not in one:
+                continue
+            text = f"{task + ': ' if task else ''}batch {one.get('batch_size')}"
+            if one.get("detected_batch_sizes"):
+                text = f"{task + ': ' if task else ''}auto, detected {', '.join(str(size) for size in one['detected_batch_sizes'])}"
+            if one.get("batch_size_trials"):
+                text += " (auto; ms per row: " + ", ".join(f"{rows}: {cost:.1f}" for rows, cost in one["batch_size_trials"].items()) + ")"
+            if one.get("slot_utilisation") is not None:
+                text += f", slot utilisation {100 * one['slot_utilisation']:.1f}%"
+            said.append(text)
+        if said:
+            lines.append(f"- {tool} batches: " + "; ".join(said))
+    return lines
 
 
 def markdown(report: dict) -> str:
@@ -473,10 +567,13 @@ def markdown(report: dict) -> str:
                 same = "reference" if agreement.get("same_work", True) else "NOT repeatable: " + agreement["why"]
             elif not agreement.get("same_work"):
                 same = "no: " + agreement.get("why", "")
-            elif "max_logprob_diff" in agreement:
-                same = f"yes (max diff {agreement['max_logprob_diff']:.1e})"
             else:
-                same = f"yes ({agreement['identical']} identical, {len(agreement['near_ties'])} near-ties)"
+                found = []
+                if "identical" in agreement:
+                    found.append(f"{agreement['identical']} identical, {len(agreement['near_ties'])} near-ties")
+                if "max_logprob_diff" in agreement:
+                    found.append(f"max diff {agreement['max_logprob_diff']:.1e}")
+                same = f"yes ({'; '.join(found)})"
             table.append(
                 [
                     tool,
@@ -492,6 +589,7 @@ def markdown(report: dict) -> str:
         lines.append(
             tabulate(table, headers=["tool", "run s", "wall s", "tokens/s", "of ceiling", "peak MiB", "equita speed-up", "same work"], tablefmt="github")
         )
+        lines += ["", *batching_lines(workload.get("batching", {}))]
         targets = workload.get("targets", {})
         if targets:
             met = ", ".join(

@@ -7,14 +7,18 @@ needs. SPEC is a JSON file the parent wrote:
 
     tool        "equita", "lm-eval" or "naive"
     workload    folder holding rows.jsonl (dataset rows), prompts.jsonl (the rendered prompts)
-                and, for lm-eval, the task YAML
-    task        the equita task name
-    lm_eval_task  the YAML's task name
+                and, for lm-eval, the task YAML; for a suite, one such folder per task
+    task        the equita task name, or for a suite the task group `equita run` runs
+    kind        "generate", "loglikelihood" or "suite"
+    parts       task -> {kind, lm_eval_task}
     model       checkpoint folder (all tools load the same weights)
-    batch_size, device, dtype, add_bos_token
+    batch_size  a number, or "auto" (equita's own; lm-eval's "auto")
+    device, dtype, add_bos_token, max_length (of the longest request, for lm-eval's auto probe)
+    datasets, source_dir, limit   where a suite's `equita run` finds its datasets, and its --limit
 
-OUT receives {"answers": [...], "setup_s", "run_s", ...}: for generation an answer is the
-text, for scoring the list of log-probabilities of the request's continuations.
+OUT receives {"answers", "prompts", "setup_s", "run_s", ...}: for generation an answer is the
+text, for scoring the list of log-probabilities of the request's continuations; for a suite,
+both are dicts keyed by task.
 """
 
 from __future__ import annotations
@@ -44,10 +48,39 @@ def run_equita(spec: dict) -> dict:
     started = time.perf_counter()
     requests = [task.request(row) for row in rows]
     answers: list = [None] * len(requests)
-    for indices, responses in model.answer(requests, spec["batch_size"]):
+    batching: dict = {}
+    for indices, responses in model.answer(requests, spec["batch_size"], stats=batching):
         for index, response in zip(indices, responses):
             answers[index] = response["text"] if isinstance(requests[index], Generate) else response["logprobs"]
-    return {"answers": answers, "setup_s": setup, "run_s": time.perf_counter() - started, "prompts": [model.render(r) for r in requests]}
+    elapsed = time.perf_counter() - started
+    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": [model.render(r) for r in requests], "batching": batching}
+
+
+def run_equita_suite(spec: dict) -> dict:
+    """`equita run` itself, on a fresh --out: datasets, requests, answers, metrics, results and report."""
+    import shutil
+
+    from equita.runners.run import RunOptions, run
+
+    out = Path(spec["workload"]) / "runs" / f"equita-{spec['repetition']}-out"
+    shutil.rmtree(out, ignore_errors=True)  # a fresh folder: nothing answered from an earlier run's cache
+    started = time.perf_counter()
+    options = RunOptions(model=spec["model"], out=out, tasks=spec["task"], datasets=spec["datasets"],
+                         source_dir=Path(spec["source_dir"]) if spec["source_dir"] else None, limit=spec["limit"],
+                         batch_size=spec["batch_size"], device=spec["device"], dtype=spec["dtype"])  # fmt: skip
+    results = run(options, log=lambda message: print(message, flush=True))
+    elapsed = time.perf_counter() - started
+    load = results["timings"]["model_load_s"]
+    answers: dict = {task: [] for task in spec["parts"]}
+    prompts: dict = {task: [] for task in spec["parts"]}
+    for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+        sample = json.loads(line)
+        response = sample["response"]
+        answers[sample["task"]].append(response["text"] if "text" in response else response["logprobs"])
+        prompts[sample["task"]].append(sample["prompt"])
+    batching = {task: {key: value for key, value in results["tasks"][task]["timings"].items()} for task in spec["parts"]}
+    # The model load is setup, as for lm-eval (whose model is built before simple_evaluate).
+    return {"answers": answers, "prompts": prompts, "setup_s": load, "run_s": elapsed - load, "batching": batching}
 
 
 def run_lm_eval(spec: dict) -> dict:
@@ -63,23 +96,39 @@ def run_lm_eval(spec: dict) -> dict:
         device=spec["device"],
         dtype=spec["dtype"],
         add_bos_token=spec["add_bos_token"],
+        # Where lm-eval sizes its own batches, it probes them on sequences of max_length tokens:
+        # the longest request, as a user who knows the workload would set it.
+        **({"max_length": spec["max_length"]} if spec["batch_size"] == "auto" else {}),
     )
-    manager = TaskManager(include_path=str(Path(spec["workload"]) / "lm_eval"))
+    detected: list[int] = []  # the batch sizes lm-eval's auto settles on, recorded as it finds them
+    probe = model._detect_batch_size
+
+    def recording_probe(*args, **kwargs):
+        detected.append(probe(*args, **kwargs))
+        return detected[-1]
+
+    model._detect_batch_size = recording_probe
+    suite = spec["kind"] == "suite"
+    folders = [Path(spec["workload"]) / task / "lm_eval" for task in spec["parts"]] if suite else [Path(spec["workload"]) / "lm_eval"]
+    manager = TaskManager(include_path=[str(folder) for folder in folders])
     setup = time.perf_counter() - started
 
     started = time.perf_counter()
-    output = simple_evaluate(model=model, tasks=[spec["lm_eval_task"]], task_manager=manager, log_samples=True)
+    names = {part["lm_eval_task"]: task for task, part in spec["parts"].items()}
+    output = simple_evaluate(model=model, tasks=list(names), task_manager=manager, log_samples=True)
     elapsed = time.perf_counter() - started
-    samples = sorted(output["samples"][spec["lm_eval_task"]], key=lambda sample: sample["doc_id"])
-    answers, prompts = [], []
-    for sample in samples:
-        if spec["kind"] == "generate":
-            answers.append(sample["filtered_resps"][0])
-            prompts.append(sample["arguments"][0][0])
-        else:
-            answers.append([float(choice[0]) for choice in sample["filtered_resps"]])
-            prompts.append(sample["arguments"][0][0])
-    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": prompts}
+    answers: dict = {}
+    prompts: dict = {}
+    for name, task in names.items():
+        samples = sorted(output["samples"][name], key=lambda sample: sample["doc_id"])
+        generate = spec["parts"][task]["kind"] == "generate"
+        answers[task] = [sample["filtered_resps"][0] if generate else [float(choice[0]) for choice in sample["filtered_resps"]] for sample in samples]
+        prompts[task] = [sample["arguments"][0][0] for sample in samples]
+    if not suite:
+        (task,) = names.values()
+        answers, prompts = answers[task], prompts[task]
+    batching = {"batch_size": spec["batch_size"], **({"detected_batch_sizes": detected} if detected else {})}
+    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": prompts, "batching": batching}
 
 
 def run_naive(spec: dict) -> dict:
@@ -120,7 +169,8 @@ TOOLS = {"equita": run_equita, "lm-eval": run_lm_eval, "naive": run_naive}
 def main(argv: list[str]) -> int:
     spec_path, out_path = Path(argv[0]), Path(argv[1])
     spec = json.loads(spec_path.read_text())
-    result = TOOLS[spec["tool"]](spec)
+    tool = run_equita_suite if spec["tool"] == "equita" and spec["kind"] == "suite" else TOOLS[spec["tool"]]
+    result = tool(spec)
     temporary = out_path.with_suffix(".tmp")
     temporary.write_text(json.dumps(result, ensure_ascii=False))
     temporary.replace(out_path)

@@ -34,6 +34,23 @@ DatasetsOption = Annotated[
 SourceDirOption = Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")]
 
 
+def batch_size_value(value: str) -> int | str:
+    """--batch-size: "auto" or a whole number of rows, at least 1."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise typer.BadParameter(f"{value!r}: use auto or a whole number of at least 1")
+
+
+BatchSizeOption = Annotated[
+    str,
+    typer.Option("--batch-size", callback=batch_size_value,
+                 help="Rows per forward pass, or auto: the largest that is still faster per request here, measured on the first batches; halved on out-of-memory."),
+]  # fmt: skip
+
+
 @app.callback()
 def _root() -> None:
     """Keeps `equita build` a subcommand even while it is the only one."""
@@ -93,7 +110,7 @@ def run(
     datasets: DatasetsOption = None,
     source_dir: SourceDirOption = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only N rows per task, spread over the dataset (a quick look).")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Requests per forward pass; halved on out-of-memory.")] = 16,
+    batch_size: BatchSizeOption = "auto",
     revision: Annotated[Optional[str], typer.Option("--revision", help="Hub model revision (branch, tag or commit).")] = None,
     device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
     dtype: Annotated[str, typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16, float16.")] = "auto",
@@ -251,12 +268,14 @@ def submit(
 def bench(
     model: Annotated[str, typer.Option("--model", help="The model every tool runs (as for `equita run`).")] = "smollm2",
     out: Annotated[Path, typer.Option("--out", help="Folder for bench.json, bench.md and work/ (prompts, lm-eval YAMLs, per-run logs).")] = Path("bench"),
-    workloads: Annotated[str, typer.Option("--workloads", help="Comma-separated: itap-at, jobs, gfg.")] = "itap-at,jobs,gfg",
+    workloads: Annotated[str, typer.Option("--workloads", help="Comma-separated: itap-at, jobs, gfg, suite (`equita run --tasks bias` end to end).")] = "itap-at,jobs,gfg",
     tools: Annotated[str, typer.Option("--tools", help="Comma-separated: equita, lm-eval, naive (equita is always the reference).")] = "equita,lm-eval,naive",
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="The same for equita and lm-eval (the naive loop has none).")] = 16,
+    batch_size: Annotated[
+        str, typer.Option("--batch-size", callback=batch_size_value, help="auto: each tool sizes its own batches (lm-eval's auto, equita's auto); a number: the same for equita and lm-eval.")
+    ] = "auto",
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Repetitions per tool; medians are reported.")] = 3,
     limit: Annotated[
-        Optional[list[str]], typer.Option("--limit", help="WORKLOAD=N requests (or 'all'); defaults: itap-at=128, jobs=all, gfg=32.")
+        Optional[list[str]], typer.Option("--limit", help="WORKLOAD=N requests (or 'all'); defaults: itap-at=128, jobs=all, gfg=32, suite=all (N: equita run's --limit).")
     ] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda, ...")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16, float16.")] = "float32",

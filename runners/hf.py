@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from equita.builders.common import sha256_file
+from equita.runners.batching import BatchSize, ContinuousBatch, cache_is_splicable, free_memory
 from equita.runners.errors import ModelError
 from equita.runners.models import ModelInfo
 from equita.runners.requests import Generate, Loglikelihood, Request, continuation_ids, prompt_ids, render_prompt
@@ -78,6 +80,26 @@ def _pick_dtype(dtype: str, device: str) -> torch.dtype:
         return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     except KeyError:
         raise ModelError(f"--dtype {dtype!r}: use auto, float32, bfloat16 or float16") from None
+
+
+def _returned_cache(output):
+    """The key/value cache a forward pass returns (`cache` from transformers 5.2x, `past_key_values` before)."""
+    return output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
+
+
+def _merge_stats(stats: dict, new: dict) -> None:
+    """Add one group's batching record to the task's: counts add up, the batch size is the largest."""
+    for key, value in new.items():
+        if key in ("batch_size",):
+            stats[key] = max(stats.get(key, 0), value)
+        elif key == "batch_size_trials":
+            stats.setdefault(key, {}).update(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and key != "batch_size_requested":
+            stats[key] = stats.get(key, 0) + value
+        else:
+            stats[key] = value
+    if stats.get("decoding_steps") and "slot_steps" in stats:
+        stats["slot_utilisation"] = round(stats["decoded_tokens"] / stats["slot_steps"], 4)
 
 
 def _is_oom(error: BaseException) -> bool:
@@ -187,6 +209,7 @@ class TransformersModel:
         # the model honours the mask (some remote-code models ignore it) before it is trusted.
         self._tree_ok = self._takes_positions
         self._tree_checked = False
+        self._splicable: bool | None = None  # continuous batching possible (checked on first use)
 
     def cannot(self, request: Request) -> str | None:
         return None  # a model in this process answers every request type
@@ -203,15 +226,18 @@ class TransformersModel:
 
     # -- batching ------------------------------------------------------------------------------
 
-    def answer(self, requests: Sequence[Request], batch_size: int = 16) -> Iterator[tuple[list[int], list[dict]]]:
-        """Answer `requests`, yielding (indices, responses) batch by batch.
+    def answer(self, requests: Sequence[Request], batch_size: int | str = "auto", stats: dict | None = None) -> Iterator[tuple[list[int], list[dict]]]:
+        """Answer `requests`, yielding (indices, responses) as they are ready.
 
         Responses: {"text": ...} for `Generate`; {"logprobs": [...], "greedy": [...]} (one
         entry per continuation) for `Loglikelihood`. The caller saves each batch as it comes,
-        which is what makes a run resumable.
+        which is what makes a run resumable. `batch_size`: rows per forward pass, or "auto"
+        (measured, see `equita.runners.batching`). `stats`, when given, receives the batch size
+        used and, for generation, the decoding counts (slot utilisation).
         """
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, not {batch_size}")
+        if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch size must be 'auto' or at least 1, not {batch_size!r}")
+        stats = {} if stats is None else stats
         encoded, continuations = [], {}
         for index, request in enumerate(requests):
             ids = self._encode(self.render(request), request)
@@ -242,30 +268,97 @@ class TransformersModel:
         for key in sorted(groups, key=str):
             order = sorted(groups[key], key=order_key)
             prefix = self._shared_prefix([encoded[i] for i in order])
-            position = 0
-            size = batch_size
-            while position < len(order):
-                indices = order[position : position + size]
-                try:
+            generating = isinstance(requests[order[0]], Generate)
+            if generating and self._can_splice(prefix):
+                yield from self._generate_continuously(order, encoded, requests, prefix, batch_size, stats)
+            else:
+                yield from self._static_batches(order, encoded, continuations, requests, prefix, batch_size, stats)
+
+    def _static_batches(self, order, encoded, continuations, requests, prefix, batch_size, stats):
+        """Fixed batches in `order`: scoring, and generation where the cache cannot be spliced."""
+        generating = isinstance(requests[order[0]], Generate)
+        size = BatchSize(batch_size, ceiling=len(order), samples=1 if generating else 2)
+        decoding: dict = {}  # static generation: the same counts as continuous batching, for comparison
+        position = 0
+        while position < len(order):
+            indices = order[position : position + size.current]
+            started = time.perf_counter()
+            try:
+                with torch.inference_mode():
+                    if generating:
+                        responses, counts = self._generate([encoded[i] for i in indices], requests[indices[0]], prefix)
+                        for key, value in counts.items():
+                            decoding[key] = decoding.get(key, 0) + value
+                    else:
+                        responses = self._loglikelihood([encoded[i] for i in indices], [continuations[i] for i in indices], prefix)
+            except Exception as error:
+                if not _is_oom(error):
+                    raise
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                if len(indices) == 1:
+                    raise ModelError(
+                        f"model {self.info.id!r} does not fit on {self.info.device} in {self.info.dtype}: "
+                        f"one request of {len(encoded[indices[0]])} tokens ran out of memory ({error})"
+                    ) from None
+                size.current = len(indices)
+                size.halve()
+                continue
+            size.record(len(indices), time.perf_counter() - started)
+            position += len(indices)
+            yield indices, responses
+        _merge_stats(stats, {**size.as_record(), **decoding})
+
+    def _generate_continuously(self, order, encoded, requests, prefix, batch_size, stats):
+        """Generation with rows replaced as they end (`equita.runners.batching.ContinuousBatch`)."""
+        size = BatchSize(batch_size, ceiling=len(order))
+        batch = ContinuousBatch(
+            forward=self._forward_last,
+            decode=lambda tokens: self.tokenizer.decode(tokens, skip_special_tokens=True),
+            eos_ids=self.eos_ids,
+            device=self.model.device,
+            prefix=prefix,
+            pad_id=self.pad_id,
+            size=size,
+            bytes_free=free_memory(self.model.device),
+        )
+        jobs = [(i, encoded[i], requests[i].max_new_tokens, tuple(requests[i].stop)) for i in order]
+        try:
+            with torch.inference_mode():
+                for ended in batch.run(jobs, _is_oom):
+                    yield [index for index, _ in ended], [{"text": text} for _, text in ended]
+        except Exception as error:
+            if not _is_oom(error):
+                raise
+            raise ModelError(
+                f"model {self.info.id!r} does not fit on {self.info.device} in {self.info.dtype}: one request ran out of memory ({error})"
+            ) from None
+        _merge_stats(stats, {**size.as_record(), **batch.stats.as_record()})
+
+    def _forward_last(self, input_ids, attention_mask, position_ids, cache):
+        """One forward pass; the logits of each row's last position, and the grown cache."""
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids, "use_cache": True}
+        if cache is not None:
+            kwargs[self._cache_argument] = cache
+        if self._takes_logits_to_keep:
+            kwargs["logits_to_keep"] = 1
+        output = self.model(**kwargs)
+        return output.logits[:, -1].float(), _returned_cache(output)
+
+    def _can_splice(self, prefix: SharedPrefix | None) -> bool:
+        """Whether generation can run continuously: the model takes position ids and its cache is
+        a plain one whose rows can be cut and joined (checked once, on a one-token pass)."""
+        if self._splicable is None:
+            self._splicable = False
+            if self._takes_positions:
+                if prefix is not None:
+                    cache = prefix.cache
+                else:
+                    token = torch.tensor([[self.pad_id]], device=self.model.device)
                     with torch.inference_mode():
-                        if isinstance(requests[indices[0]], Generate):
-                            responses = self._generate([encoded[i] for i in indices], requests[indices[0]], prefix)
-                        else:
-                            responses = self._loglikelihood([encoded[i] for i in indices], [continuations[i] for i in indices], prefix)
-                except Exception as error:
-                    if not _is_oom(error):
-                        raise
-                    if torch.cuda.is_available():
-                        torch.cuda.empty_cache()
-                    if len(indices) == 1:
-                        raise ModelError(
-                            f"model {self.info.id!r} does not fit on {self.info.device} in {self.info.dtype}: "
-                            f"one request of {len(encoded[indices[0]])} tokens ran out of memory ({error})"
-                        ) from None
-                    size = max(1, len(indices) // 2)
-                    continue
-                position += len(indices)
-                yield indices, responses
+                        cache = _returned_cache(self.model(input_ids=token, use_cache=True))
+                self._splicable = cache_is_splicable(cache)
+        return self._splicable
 
     def _shared_prefix(self, sequences: list[list[int]]) -> SharedPrefix | None:
         """The tokens every sequence starts with (a system prompt, a few-shot preamble), run once.
@@ -290,7 +383,7 @@ class TransformersModel:
             kwargs["logits_to_keep"] = 1
         with torch.inference_mode():
             output = self.model(**kwargs)
-        cache = output.get("cache", None) if "cache" in output else output.get("past_key_values", None)
+        cache = _returned_cache(output)
         if cache is None or not hasattr(cache, "batch_repeat_interleave"):
             return None
         return SharedPrefix(tokens, cache)
@@ -327,13 +420,19 @@ class TransformersModel:
             attention = torch.cat([torch.ones((len(sequences), size), dtype=torch.long, device=own_ids.device), own_mask], dim=1)
             extra[self._cache_argument] = prefix.repeated(len(sequences))
         output = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=config, **extra)
-        texts = self.tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
+        new = output[:, input_ids.shape[1] :]
+        texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
         responses = []
         for text in texts:
             # Generation stops once the stop string is produced; the answer ends before it.
             cut = min((text.find(s) for s in request.stop if s in text), default=len(text))
             responses.append({"text": text[:cut]})
-        return responses
+        # Every row runs as many steps as the longest; a row's own ones end at its first end token.
+        ended = torch.isin(new, torch.tensor(self.eos_ids, device=new.device)) if self.eos_ids else torch.zeros_like(new, dtype=torch.bool)
+        own = torch.where(ended.any(1), ended.int().argmax(1) + 1, torch.full_like(ended[:, 0], new.shape[1], dtype=torch.long))
+        steps = max(0, new.shape[1] - 1)  # the first token comes from the prompt's pass
+        counts = {"decoding_steps": steps, "decoded_tokens": int((own - 1).clamp(min=0).sum()), "slot_steps": steps * len(sequences)}
+        return responses, counts
 
     def _continuation_tokens(self, request: Loglikelihood) -> list[list[int]]:
         """Each continuation's token ids, tokenised on its own (a leading space stays in the token)."""

@@ -56,10 +56,12 @@ class Model(Protocol):
         """Why this model cannot answer requests like `request` (the task is then reported as not
         computed, with this reason), or None."""
 
-    def answer(self, requests: Sequence[Request], batch_size: int) -> Iterator[tuple[list[int], list[dict]]]:
+    def answer(self, requests: Sequence[Request], batch_size: int | str, stats: dict | None = None) -> Iterator[tuple[list[int], list[dict]]]:
         """Answer `requests`, yielding (indices, responses) as they are ready, so that the runner
         saves each one at once. Responses: {"text"} for Generate; {"logprobs", "greedy"} (one entry
-        per continuation) for Loglikelihood."""
+        per continuation) for Loglikelihood. `batch_size` is a number of rows or "auto"; `stats`,
+        when given, receives what the backend wants recorded in the task's timings (the batch
+        size it used, its slot utilisation)."""
 
 
 def load_model(

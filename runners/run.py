@@ -125,7 +125,7 @@ class RunOptions:
     datasets: str | None = None
     source_dir: Path | None = None
     limit: int | None = None
-    batch_size: int = 16
+    batch_size: int | str = "auto"  # rows per forward pass, or "auto": measured on the first batches
     revision: str | None = None
     device: str = "auto"
     dtype: str = "auto"
@@ -291,8 +291,9 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
             todo_keys = list(todo)
             inference_started = time.perf_counter()
+            batching: dict = {}  # the batch size the backend used and, for generation, its slot utilisation
             with tqdm(total=len(answers), initial=len(answers) - len(todo), desc=task.name, unit="req", dynamic_ncols=True) as bar:
-                for positions, responses in model.answer(list(todo.values()), options.batch_size):
+                for positions, responses in model.answer(list(todo.values()), options.batch_size, stats=batching):
                     batch = [(todo_keys[p], response) for p, response in zip(positions, responses, strict=True)]
                     cache.add(revision, task.name, dataset.version, batch)
                     answers.update(batch)
@@ -321,7 +322,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
                 start += count
         else:
             log(f"{task.name}: not computed: {reason}")
-            todo, answers, inference_s, metric_s = {}, {}, 0.0, 0.0
+            todo, answers, inference_s, metric_s, batching = {}, {}, 0.0, 0.0, {}
             metric, metric_sha = load_metric(task.metric)
             scored, not_computed = None, reason
             responses, per_row_inputs, per_row = [None] * len(rows), [None] * len(rows), [{"not_computed": True} for _ in rows]
@@ -351,6 +352,7 @@ def _run(options: RunOptions, out: Path, log) -> dict:
                 "inference_s": round(inference_s, 3),
                 "requests_per_s": round(len(todo) / inference_s, 3) if todo and inference_s > 0 else None,
                 "metric_s": round(metric_s, 3),
+                **batching,
             },
         }
     if earlier is not None:

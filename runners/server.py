@@ -218,8 +218,10 @@ class ServerModel:
                 self.log(f"log-likelihood tasks not computed: {self._probe}")
         return self._probe
 
-    def answer(self, requests: Sequence[Request], batch_size: int = 16) -> Iterator[tuple[list[int], list[dict]]]:
+    def answer(self, requests: Sequence[Request], batch_size: int | str = "auto", stats: dict | None = None) -> Iterator[tuple[list[int], list[dict]]]:
         """Answers as they arrive, `concurrency` requests in flight (batch_size is the server's business)."""
+        if stats is not None:
+            stats["concurrency"] = self.concurrency
         if not requests:
             return
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="equita-server")

@@ -35,8 +35,9 @@ class ScriptedModel:
     def cannot(self, request: Request) -> str | None:
         return None
 
-    def answer(self, requests: Sequence[Request], batch_size: int = 16) -> Iterator[tuple[list[int], list[dict]]]:
+    def answer(self, requests: Sequence[Request], batch_size: int | str = 16, stats: dict | None = None) -> Iterator[tuple[list[int], list[dict]]]:
         self.asked.append(len(requests))
+        batch_size = 16 if batch_size == "auto" else batch_size
         for number, start in enumerate(range(0, len(requests), batch_size)):
             if self.interrupt_after is not None and number == self.interrupt_after:
                 raise KeyboardInterrupt

@@ -123,7 +123,7 @@ def test_rerun_recomputes_nothing_and_gives_the_same_numbers(first_run, itap_dir
     second = out.parent / "again"
     shutil.copytree(out, second)
 
-    def must_not_run(self, requests, batch_size=16):
+    def must_not_run(self, requests, batch_size="auto", stats=None):
         assert not requests, "a cached request was recomputed"
         return iter(())
 

@@ -99,6 +99,7 @@ def test_local_folder_fingerprint_and_plain_text_fallback(tiny_plain_model_dir):
 
 def test_out_of_memory_halves_the_batch_then_reports_a_model_that_does_not_fit(tiny_model_dir, monkeypatch):
     model = load_model(str(tiny_model_dir))
+    monkeypatch.setattr(model, "_splicable", False)  # fixed batches (continuous batching: tests/test_batching.py)
     real = model._generate
     sizes = []
 

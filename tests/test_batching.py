@@ -1,0 +1,211 @@
+"""Continuous batching and the measured batch size (`equita.runners.batching`).
+
+A scripted model (one layer whose cache holds the token ids themselves) checks the splicing of
+rows into the running cache and the counts behind slot utilisation by hand; the real SmolLM2
+checks that greedy answers equal one-request-at-a-time generation.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from equita.runners import batching
+from equita.runners.batching import BatchSize, ContinuousBatch
+from equita.runners.requests import Generate
+
+EOS = 0
+VOCAB = 50
+
+
+class CountdownModel:
+    """Predicts `token - 1` after `token` (so a prompt ending in n answers n-1, ..., 1, then EOS).
+
+    Its one-layer cache stores each fed token id as key and value, so the test can read back,
+    row by row, which tokens each row attends to: they must be exactly its own sequence.
+    """
+
+    def __init__(self, prompts=()):
+        self.prompts = [list(p) for p in prompts]
+        self.passes: list[tuple[int, int]] = []  # (rows, tokens per row) of each forward pass
+
+    def is_own_sequence(self, read: list[int]) -> bool:
+        """A job's prompt followed by the countdown from its last token: what the row fed, in order."""
+        for prompt in self.prompts:
+            answer = read[len(prompt) :]
+            if read[: len(prompt)] == prompt and answer == list(range(prompt[-1] - 1, prompt[-1] - 1 - len(answer), -1)):
+                return True
+        return False
+
+    def forward(self, input_ids, attention_mask, position_ids, cache):
+        from transformers.cache_utils import DynamicCache
+
+        rows, width = input_ids.shape
+        self.passes.append((rows, width))
+        if cache is None:
+            cache = DynamicCache()
+        ids = input_ids.to(torch.float32)[:, None, :, None]
+        cache.update(ids, ids.clone(), 0)
+        keys = cache.layers[0].keys[:, 0, :, 0]
+        assert keys.shape == attention_mask.shape, "the mask covers every cache column"
+        for row in range(rows):
+            # Each row reads exactly its own tokens, in order, whatever sits beside it, and the
+            # positions count them from 0.
+            read = keys[row][attention_mask[row].bool()].long().tolist()
+            assert self.is_own_sequence(read), read
+            assert position_ids[row, -1].item() == len(read) - 1
+        logits = torch.full((rows, VOCAB), -1.0)
+        logits[torch.arange(rows), (input_ids[:, -1] - 1).clamp(min=0)] = 1.0
+        return logits, cache
+
+
+def decode(tokens: list[int]) -> str:
+    return " ".join(str(t) for t in tokens)
+
+
+def run(jobs, size, prefix=None):
+    model = CountdownModel([ids for _, ids, _, _ in jobs])
+    batch = ContinuousBatch(model.forward, decode, [EOS], torch.device("cpu"), prefix=prefix, size=BatchSize(size))
+    answers = {}
+    for ended in batch.run(jobs, lambda error: False):
+        answers.update(ended)
+    return answers, batch.stats, model
+
+
+def test_rows_are_replaced_as_they_end_and_utilisation_counts_the_slots_used():
+    # Batch of 2. A (prompt ends in 6) answers 5 4 3 2 1; B (ends in 2) answers 1; C (ends in 3) answers 2 1.
+    # Prefill A, B -> A:5, B:1. Step 1: A:4, B:EOS (B leaves). Prefill C -> C:2.
+    # Step 2: A:3, C:1. Step 3: A:2, C:EOS (C leaves). Steps 4, 5: A alone (1, then EOS).
+    # Decoding steps 5; rows computed 2+2+2+1+1 = 8. Slots with work to take: 2 in steps 1-3, then
+    # 1 (no request is left to fill the second): 8, so utilisation 1.0. A static batch of A, B
+    # and then C alone would run 5 + 2 steps over 2 + 1 slots: 12 slot-steps for 8 tokens.
+    jobs = [(0, [9, 6], 32, ()), (1, [9, 2], 32, ()), (2, [9, 3], 32, ())]
+    answers, stats, model = run(jobs, 2)
+    assert answers == {0: "5 4 3 2 1", 1: "1", 2: "2 1"}
+    assert (stats.decoding_steps, stats.row_steps, stats.slot_steps) == (5, 8, 8)
+    assert stats.as_record()["slot_utilisation"] == 1.0
+    assert (stats.prefill_passes, stats.prefill_tokens) == (2, 6)
+    # Prefill passes carry the prompts; decoding passes one token per row.
+    assert model.passes == [(2, 2), (2, 1), (1, 2), (2, 1), (2, 1), (1, 1), (1, 1)]
+
+
+@pytest.mark.parametrize(
+    "jobs, size, expected",
+    [
+        # The token budget ends an answer: 2 tokens of "5 4 3 2 1".
+        ([(0, [6], 2, ())], 1, {0: "5 4"}),
+        # A stop string ends it, and the answer stops before it.
+        ([(0, [8], 32, ("4",))], 1, {0: "7 6 5 "}),
+        # EOS as the very first token: an empty answer, never fed back.
+        ([(0, [1], 32, ()), (1, [4], 32, ())], 1, {0: "", 1: "3 2 1"}),
+        # Prompts of different lengths side by side: padding is masked, positions are each row's own.
+        ([(0, [7, 7, 7, 7, 7, 5], 32, ()), (1, [3], 32, ()), (2, [9, 9, 4], 32, ())], 2, {0: "4 3 2 1", 1: "2 1", 2: "3 2 1"}),
+    ],
+)
+def test_each_row_ends_on_its_own(jobs, size, expected):
+    answers, _, _ = run(jobs, size)
+    assert answers == expected
+
+
+def test_out_of_memory_requeues_the_rows_and_halves_the_batch():
+    jobs = [(i, [9, 3 + i], 32, ()) for i in range(5)]
+    model = CountdownModel([ids for _, ids, _, _ in jobs])
+
+    def forward(*args):
+        if args[0].shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return model.forward(*args)
+
+    size = BatchSize(4)
+    batch = ContinuousBatch(forward, decode, [EOS], torch.device("cpu"), size=size)
+    answers = {}
+    for ended in batch.run(jobs, lambda error: isinstance(error, torch.OutOfMemoryError)):
+        answers.update(ended)
+    assert answers == {i: " ".join(str(t) for t in range(2 + i, 0, -1)) for i in range(5)}
+    assert size.current == 2
+
+    def never(*args):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    batch = ContinuousBatch(never, decode, [EOS], torch.device("cpu"), size=BatchSize(2))
+    with pytest.raises(torch.OutOfMemoryError):
+        list(batch.run(jobs, lambda error: True))
+
+
+@pytest.mark.parametrize(
+    "ceiling, costs, chosen, trials",
+    [
+        # ms per row at 16, 32, 64, 128: 128 is only 3% cheaper than 64, so 64 is kept.
+        (512, {16: 6.0, 32: 4.0, 64: 3.2, 128: 3.1}, 64, [16, 32, 64, 128]),
+        # A doubled batch that costs more per row: back to the smaller one.
+        (512, {16: 6.0, 32: 6.5}, 16, [16, 32]),
+        # Cheaper all the way, up to what memory allows.
+        (64, {16: 6.0, 32: 4.0, 64: 2.0}, 64, [16, 32, 64]),
+        # Memory allows fewer rows than the start.
+        (8, {8: 5.0}, 8, [8]),
+    ],
+)
+def test_auto_batch_size_doubles_while_a_row_gets_cheaper(ceiling, costs, chosen, trials):
+    size = BatchSize("auto", ceiling=ceiling, samples=2)
+    tried = []
+    while not size.settled:
+        rows = size.current
+        tried.append(rows)
+        for _ in range(2):
+            size.record(rows, costs[rows] / 1000 * rows)
+    assert (size.current, tried) == (chosen, trials)
+    assert size.as_record()["batch_size_trials"] == {str(rows): costs[rows] for rows in trials}
+
+
+def test_a_fixed_batch_size_is_never_measured_and_passes_with_other_rows_do_not_count():
+    fixed = BatchSize(8)
+    fixed.record(8, 1.0)
+    assert (fixed.current, fixed.settled, fixed.costs) == (8, True, {})
+    auto = BatchSize("auto", samples=1)
+    auto.record(5, 1.0)  # a tail step with fewer rows than the batch size says nothing about it
+    assert (auto.current, auto.costs) == (16, {})
+    auto.give_up_growing()
+    assert (auto.current, auto.settled) == (16, True)
+
+
+# -- the real model ----------------------------------------------------------------------------
+
+PROMPTS = [
+    "Ciao",
+    "Elenca tre colori.",
+    "Rispondi con una sola parola: la parola 'falena' è piacevole o spiacevole?",
+    "Riformula in modo inclusivo: 'I professori sono arrivati.'",
+    "Chi è più adatto alla carriera: Marco o Giulia?",
+    "Scrivi una frase sul mare.",
+]
+
+
+def _answers(model, requests, batch_size, stats=None):
+    out = [None] * len(requests)
+    for indices, responses in model.answer(requests, batch_size, stats=stats):
+        for index, response in zip(indices, responses):
+            out[index] = response["text"]
+    return out
+
+
+def test_continuous_batching_gives_the_one_by_one_greedy_answers(smollm2, monkeypatch):
+    requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=20) for p in PROMPTS]
+    stats: dict = {}
+    continuous = _answers(smollm2, requests, 2, stats)
+    one_by_one = _answers(smollm2, requests, 1)
+    monkeypatch.setattr(smollm2, "_splicable", False)  # transformers' own generate, one prompt at a time
+    static = _answers(smollm2, requests, 1)
+    assert continuous == one_by_one == static
+    # Rows ended at different steps and were replaced: fewer decoding steps than 3 static batches of 20.
+    assert stats["batch_size"] == 2 and stats["decoding_steps"] < 3 * 19
+    assert stats["slot_utilisation"] == round(stats["decoded_tokens"] / stats["slot_steps"], 4) > 0.5
+
+
+def test_auto_batch_size_is_measured_and_recorded(smollm2, monkeypatch):
+    monkeypatch.setattr(batching, "START", 2)
+    requests = [Generate(user=p, max_new_tokens=6) for p in PROMPTS * 2]
+    stats: dict = {}
+    answers = _answers(smollm2, requests, "auto", stats)
+    assert answers == _answers(smollm2, requests, 1)
+    assert stats["batch_size_requested"] == "auto" and stats["batch_size"] in (2, 4, 8)
+    assert "2" in stats["batch_size_trials"] and stats["batch_size_trials"]["2"] > 0
