@@ -38,6 +38,10 @@ from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
 
 BENCH_SCHEMA = "equita.bench/1"
 LOGPROB_TOLERANCE = 1e-4
+# Log-probability differences up to this are float rounding (a batch of 64 padded sequences in
+# float32 moves a 3-token ItaP-AT answer by ~3e-4); beyond it they are not the same work.
+ROUNDING = 1e-3
+RECHECKED = 20  # requests rescored one sequence at a time when a peer differs within ROUNDING
 # Two greedy answers that part where the model's top two tokens are closer than this (in
 # log-probability, recomputed one prompt at a time) differ by float rounding, not by work.
 NEAR_TIE = 1e-3
@@ -230,13 +234,53 @@ def run_worker(spec: dict, folder: Path) -> dict:
 # -- checking that the work was the same --------------------------------------------------------
 
 
-def compare_logprobs(reference: list[list[float]], other: list[list[float]]) -> dict:
-    """Largest absolute difference over all continuations; shapes must match."""
+def compare_logprobs(reference: list[list[float]], other: list[list[float]], alone: Callable[[int], list[float]] | None = None) -> dict:
+    """Largest absolute difference over all continuations; shapes must match.
+
+    Beyond LOGPROB_TOLERANCE but within ROUNDING, the RECHECKED requests that differ most are
+    scored again one sequence at a time (`alone(i)`: each continuation with its context, no
+    batch, no padding). If equita's values are within the tolerance of those, the difference is
+    the peer's float rounding (batched, padded), not other work, and the check says so with both
+    errors. A whole token's difference is nats, far beyond ROUNDING.
+    """
     if len(reference) != len(other) or any(len(a) != len(b) for a, b in zip(reference, other)):
         return {"same_work": False, "why": "different numbers of requests or continuations"}
-    worst = max((abs(x - y) for a, b in zip(reference, other) for x, y in zip(a, b)), default=0.0)
-    same = worst <= LOGPROB_TOLERANCE
-    return {"same_work": same, "max_logprob_diff": worst, **({} if same else {"why": f"log-probabilities differ by up to {worst:.2e} (> {LOGPROB_TOLERANCE})"})}
+    by_request = [max((abs(x - y) for x, y in zip(a, b)), default=0.0) for a, b in zip(reference, other)]
+    worst = max(by_request, default=0.0)
+    result = {"same_work": worst <= LOGPROB_TOLERANCE, "max_logprob_diff": worst}
+    if result["same_work"]:
+        return result
+    why = f"log-probabilities differ by up to {worst:.2e} (> {LOGPROB_TOLERANCE})"
+    if worst > ROUNDING or alone is None:
+        return {**result, "why": why}
+    beyond = [i for i in sorted(range(len(by_request)), key=lambda i: -by_request[i]) if by_request[i] > LOGPROB_TOLERANCE]
+    errors = {"equita": 0.0, "peer": 0.0}
+    for i in beyond[:RECHECKED]:
+        truth = alone(i)
+        errors["equita"] = max(errors["equita"], *(abs(x - t) for x, t in zip(reference[i], truth)))
+        errors["peer"] = max(errors["peer"], *(abs(y - t) for y, t in zip(other[i], truth)))
+    recheck = {"requests_beyond_tolerance": len(beyond), "rechecked": min(len(beyond), RECHECKED),
+               "equita_max_error": errors["equita"], "peer_max_error": errors["peer"]}  # fmt: skip
+    if errors["equita"] <= LOGPROB_TOLERANCE:
+        return {**result, "same_work": True, "recheck": recheck}
+    return {**result, "recheck": recheck, "why": f"{why}, and equita's differ from one-sequence scoring by up to {errors['equita']:.2e}"}
+
+
+def score_alone(model: TransformersModel, prompts: list[dict]) -> Callable[[int], list[float]]:
+    """Each continuation of prompt i scored with its context in a forward pass of its own."""
+
+    def alone(number: int) -> list[float]:
+        entry = prompts[number]
+        context = model.tokenizer(entry["prompt"], add_special_tokens=entry["add_special_tokens"])["input_ids"]
+        scores = []
+        for continuation in entry["continuations"]:
+            tokens = model.tokenizer(continuation, add_special_tokens=False)["input_ids"]
+            with torch.inference_mode():
+                logprobs = model.model(input_ids=torch.tensor([context + tokens], device=model.model.device)).logits[0].float().log_softmax(-1)
+            scores.append(float(sum(logprobs[len(context) - 1 + step, token] for step, token in enumerate(tokens))))
+        return scores
+
+    return alone
 
 
 def first_divergence(tokens_a: list[int], tokens_b: list[int]) -> int:
@@ -482,7 +526,15 @@ def _all_agree(checks: dict[str, dict]) -> dict:
     ties = [{"task": task, **tie} for task, check in checks.items() for tie in check.get("near_ties", [])]
     worst = max((check["max_logprob_diff"] for check in checks.values() if "max_logprob_diff" in check), default=None)
     identical = sum(check.get("identical", 0) for check in checks.values())
-    return {"same_work": True, "identical": identical, "near_ties": ties, **({"max_logprob_diff": worst} if worst is not None else {})}
+    rechecks = [check["recheck"] for check in checks.values() if "recheck" in check]
+    recheck = {
+        "requests_beyond_tolerance": sum(r["requests_beyond_tolerance"] for r in rechecks),
+        "rechecked": sum(r["rechecked"] for r in rechecks),
+        "equita_max_error": max(r["equita_max_error"] for r in rechecks),
+        "peer_max_error": max(r["peer_max_error"] for r in rechecks),
+    } if rechecks else None  # fmt: skip
+    return {"same_work": True, "identical": identical, "near_ties": ties, **({"max_logprob_diff": worst} if worst is not None else {}),
+            **({"recheck": recheck} if recheck else {})}  # fmt: skip
 
 
 def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, model: TransformersModel) -> dict:
@@ -499,7 +551,7 @@ def _agreement(runs: dict[str, list[dict]], prompts: list[dict], kind: str, mode
             elif kind == "generate":
                 checks.append(compare_texts(reference, result["answers"], margin))
             else:
-                checks.append(compare_logprobs(reference, result["answers"]))
+                checks.append(compare_logprobs(reference, result["answers"], score_alone(model, prompts)))
         failed = [check for check in checks if not check["same_work"]]
         agreement[tool] = failed[0] if failed else (checks[0] if checks else {"same_work": True})
     return agreement
@@ -573,6 +625,12 @@ def markdown(report: dict) -> str:
                     found.append(f"{agreement['identical']} identical, {len(agreement['near_ties'])} near-ties")
                 if "max_logprob_diff" in agreement:
                     found.append(f"max diff {agreement['max_logprob_diff']:.1e}")
+                if "recheck" in agreement:
+                    recheck = agreement["recheck"]
+                    found.append(
+                        f"{recheck['requests_beyond_tolerance']} requests beyond {LOGPROB_TOLERANCE:g}, the {recheck['rechecked']} worst rescored alone: "
+                        f"equita off by {recheck['equita_max_error']:.1e}, {tool} by {recheck['peer_max_error']:.1e}"
+                    )
                 same = f"yes ({'; '.join(found)})"
             table.append(
                 [

@@ -1,9 +1,12 @@
 """The `transformers` backend: a causal LM loaded in this process, answering requests in batches.
 
-Generation batches are sorted longest first, so an out-of-memory error shows on the first batch;
-any batch is cut in half on such an error until one request alone does not fit, which is then
-reported as a model that does not fit. A prompt start shared by all requests runs once (its cache
-is copied into each batch), and log-likelihood requests are scored as token trees
+Generation is continuously batched (`equita.runners.batching`): a row whose answer ends takes
+the next request at once. Models whose cache cannot be spliced fall back to fixed batches
+through `model.generate`, sorted longest first, so an out-of-memory error shows on the first
+batch. Out of memory, a batch is halved until one request alone does not fit, which is then
+reported as a model that does not fit. `--batch-size auto` measures the cost per row of the
+first passes and doubles while it falls. A prompt start shared by all requests runs once (its
+cache is copied into each batch), and log-likelihood requests are scored as token trees
 (`equita.runners.token_tree`).
 """
 

@@ -57,6 +57,35 @@ def test_logprobs_must_agree_within_the_tolerance(other, same, worst):
     assert result["max_logprob_diff"] == pytest.approx(worst, abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    "other, truth, same, equita_error",
+    [
+        # The peer is 3e-4 off and equita matches one-sequence scoring: the peer's rounding, the same work.
+        ([[-1.0003, -2.0003], [-3.0]], [-1.00001, -2.0], True, 1e-5),
+        # Equita is the one off the one-sequence values: not the same work.
+        ([[-1.0003, -2.0003], [-3.0]], [-1.0003, -2.0003], False, 3e-4),
+        # Beyond float rounding (a token's worth of difference): never rescored, different work.
+        ([[-1.5, -2.0], [-3.0]], [-1.0, -2.0], False, None),
+    ],
+)
+def test_logprobs_a_little_apart_are_rescored_one_sequence_at_a_time(other, truth, same, equita_error):
+    rescored = []
+
+    def alone(number):
+        rescored.append(number)
+        return truth
+
+    result = bench.compare_logprobs([[-1.0, -2.0], [-3.0]], other, alone)
+    assert result["same_work"] is same
+    if equita_error is None:
+        assert rescored == [] and "differ by up to 5.00e-01" in result["why"]
+    else:
+        assert rescored == [0] and result["recheck"]["requests_beyond_tolerance"] == 1
+        assert result["recheck"]["equita_max_error"] == pytest.approx(equita_error, abs=1e-9)
+        assert result["recheck"]["peer_max_error"] == pytest.approx(max(abs(o - t) for o, t in zip(other[0], truth)), abs=1e-9)
+        assert same or "equita's differ from one-sequence scoring by up to 3.00e-04" in result["why"]
+
+
 def test_logprobs_of_another_shape_are_different_work():
     assert bench.compare_logprobs([[-1.0, -2.0]], [[-1.0]])["same_work"] is False
 
@@ -132,8 +161,22 @@ def test_markdown_reports_the_ratio_only_on_the_same_work():
     assert "Targets: lm-eval: NOT met (target 3.0x), memory" in withheld
 
 
+def test_markdown_says_how_each_tool_sized_its_batches():
+    lines = bench.batching_lines({
+        "equita": {"batch_size": 64, "batch_size_trials": {"16": 12.9, "32": 8.7, "64": 6.8, "128": 6.5}, "slot_utilisation": 0.9716},
+        "lm-eval": {"batch_size": "auto", "detected_batch_sizes": [64, 32]},
+    })  # fmt: skip
+    assert lines == [
+        "- equita batches: batch 64 (auto; ms per row: 16: 12.9, 32: 8.7, 64: 6.8, 128: 6.5), slot utilisation 97.2%",
+        "- lm-eval batches: auto, detected 64, 32",
+    ]
+    # A suite's equita record is per task.
+    suite = bench.batching_lines({"equita": {"jobs": {"batch_size": 32}, "itap-at": {"batch_size": 64, "slot_utilisation": 1.0}}})
+    assert suite == ["- equita batches: jobs: batch 32; itap-at: batch 64, slot utilisation 100.0%"]
+
+
 def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
-    with pytest.raises(bench.BenchError, match="unknown workload nope; valid: itap-at, jobs, gfg"):
+    with pytest.raises(bench.BenchError, match="unknown workload nope; valid: itap-at, jobs, gfg, suite"):
         bench.bench(bench.BenchOptions(out=tmp_path, workloads=("nope",)))
     with pytest.raises(bench.BenchError, match="tools must include equita"):
         bench.bench(bench.BenchOptions(out=tmp_path, tools=("lm-eval", "naive")))
@@ -157,27 +200,37 @@ def test_bad_limit_is_refused():
 
 
 def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
-    """Two small workloads, all three tools, two alternating repetitions, on the real SmolLM2 and lm-eval."""
+    """Two small workloads (one task; the whole `equita run --tasks bias`), all their tools, two
+    alternating repetitions, on the real SmolLM2 and lm-eval."""
     datasets = tmp_path / "datasets"
     datasets.mkdir()
     (datasets / "itap_at").symlink_to(itap_dir)
     get_task("jobs").build_to(datasets / "jobs", source_dir=None, force=False)
     out = tmp_path / "bench"
     result = _equita(
-        "bench", "--workloads", "itap-at,jobs", "--limit", "itap-at=3", "--limit", "jobs=1", "--repeats", "2", "--batch-size", "4",
+        "bench", "--workloads", "itap-at,suite", "--limit", "itap-at=3", "--limit", "suite=1", "--repeats", "2", "--batch-size", "4",
         "--datasets", str(datasets), "--out", str(out),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     assert report["schema"] == "equita.bench/1" and report["settings"]["batch_size"] == 4
-    itap, jobs = report["workloads"]["itap-at"], report["workloads"]["jobs"]
-    assert (itap["requests"], itap["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", 6, "loglikelihood")
+    itap, suite = report["workloads"]["itap-at"], report["workloads"]["suite"]
+    jobs = suite["parts"]["jobs"]
+    assert (itap["requests"], itap["kind"], suite["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", "suite", 6, "loglikelihood")
+    # The suite is `equita run --tasks bias --limit 1`: one row of each ItaP-AT task, one profession's 6 sentences.
+    assert {name: part["requests"] for name, part in suite["parts"].items()} == {"itap-at": 1, "itap-at-oneshot": 1, "itap-at-logprob": 1, "jobs": 6}
+    assert suite["requests"] == 9 and suite["work_tokens"] == sum(part["work_tokens"] for part in suite["parts"].values())
     # Jobs: 6 sentences x 4 words, each word scored with its sentence: the work lm-eval does.
     assert jobs["scored_tokens"] > 4 * jobs["prompt_tokens"]
-    # Same work, checked before any ratio: the same prompt texts, greedy answers, log-probabilities.
+    # Same work, checked before any ratio, task by task: the same prompt texts, greedy answers, log-probabilities.
     assert itap["agreement"]["lm-eval"]["same_work"] and itap["agreement"]["naive"]["same_work"]
-    assert jobs["agreement"]["lm-eval"]["max_logprob_diff"] <= bench.LOGPROB_TOLERANCE
-    for workload, tools in [(itap, {"equita", "lm-eval", "naive"}), (jobs, {"equita", "lm-eval"})]:
+    assert suite["agreement"]["lm-eval"]["same_work"] and set(suite["agreement_by_task"]) == set(suite["parts"])
+    assert suite["agreement_by_task"]["jobs"]["lm-eval"]["max_logprob_diff"] <= bench.LOGPROB_TOLERANCE
+    assert suite["agreement"]["lm-eval"]["identical"] == 2  # the two generation tasks' answers
+    # What each tool used: equita its fixed 4 (and its slot utilisation), the run's own timings for the suite.
+    assert itap["batching"]["equita"]["batch_size"] == 4 and 0 < itap["batching"]["equita"]["slot_utilisation"] <= 1
+    assert suite["batching"]["equita"]["jobs"]["batch_size"] == 4 and suite["batching"]["lm-eval"]["batch_size"] == 4
+    for workload, tools in [(itap, {"equita", "lm-eval", "naive"}), (suite, {"equita", "lm-eval"})]:
         assert set(workload["tools"]) == tools
         for summary in workload["tools"].values():
             assert summary["runs"] == 2 and summary["median_run_s"] > 0 and summary["peak_rss_mib"] > 100
@@ -188,4 +241,5 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
     assert (out / "work" / "itap-at" / "lm_eval" / "equita_bench_itap_at.yaml").is_file()
     markdown = (out / "bench.md").read_text()
     assert "## itap-at (itap-at, generate, subset of 3 (--limit 3) requests)" in markdown
+    assert "## suite (bias, suite, subset of 9 (--limit 1) requests)" in markdown and "- equita batches: itap-at: batch 4" in markdown
     assert markdown in result.stdout
