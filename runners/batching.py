@@ -37,6 +37,8 @@ GAIN = 0.10
 # Share of the free memory the growing key/value cache may take (it is copied when rows change,
 # so twice its size is briefly held).
 MEMORY_SHARE = 0.25
+# Prompt tokens (rows x padded width) one prefill pass may take; more rows wait for the next pass.
+PREFILL_TOKENS = 8192
 
 
 def free_memory(device: torch.device) -> int:
@@ -392,7 +394,12 @@ class ContinuousBatch:
                         free = self.size.current - len(self.rows)
                     new = [queue.popleft() for _ in range(min(free, len(queue)))]
                 if new:
-                    ended = self._prefill(new)
+                    # At most PREFILL_TOKENS (rows x padded width) per prefill pass: a wave of
+                    # rows ending together must not need more memory than the decoding does.
+                    rows = max(1, PREFILL_TOKENS // max(1, len(new[0][1]) - self.prefix_len))  # new[0] is the longest
+                    chunk = new[:rows]
+                    ended = self._prefill(chunk)
+                    queue.extendleft(reversed(new[rows:]))  # the rest waits for the next pass
                     new = []
                     if ended:
                         yield [(row.index, self._answer(row)) for row in ended]

@@ -89,6 +89,15 @@ def test_rows_are_replaced_as_they_end_and_utilisation_counts_the_slots_used():
     assert model.passes == [(2, 2), (2, 1), (1, 2), (2, 1), (2, 1), (1, 1), (1, 1)]
 
 
+def test_a_wave_of_new_rows_is_prefilled_in_passes_of_bounded_size(monkeypatch):
+    monkeypatch.setattr(batching, "PREFILL_TOKENS", 4)  # two prompts of 2 tokens per pass
+    jobs = [(i, [9, 3 + i], 32, ()) for i in range(5)]
+    answers, stats, model = run(jobs, 4)
+    assert answers == {i: " ".join(str(t) for t in range(2 + i, 0, -1)) for i in range(5)}
+    assert model.passes[:3] == [(2, 2), (2, 2), (4, 1)]  # 4 slots filled by two prefills of 2, then a step
+    assert all(rows * width <= 4 for rows, width in model.passes if width > 1)
+
+
 @pytest.mark.parametrize(
     "jobs, size, expected",
     [
