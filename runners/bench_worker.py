@@ -60,6 +60,7 @@ def run_equita_suite(spec: dict) -> dict:
     """`equita run` itself, on a fresh --out: datasets, requests, answers, metrics, results and report."""
     import shutil
 
+    from equita.runners.results import read_samples
     from equita.runners.run import RunOptions, run
 
     out = Path(spec["workload"]) / "runs" / f"equita-{spec['repetition']}-out"
@@ -73,12 +74,11 @@ def run_equita_suite(spec: dict) -> dict:
     load = results["timings"]["model_load_s"]
     answers: dict = {task: [] for task in spec["parts"]}
     prompts: dict = {task: [] for task in spec["parts"]}
-    for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines():
-        sample = json.loads(line)
+    for sample in read_samples(out / "samples.jsonl"):
         response = sample["response"]
         answers[sample["task"]].append(response["text"] if "text" in response else response["logprobs"])
         prompts[sample["task"]].append(sample["prompt"])
-    batching = {task: {key: value for key, value in results["tasks"][task]["timings"].items()} for task in spec["parts"]}
+    batching = {task: results["tasks"][task]["timings"] for task in spec["parts"]}
     # The model load is setup, as for lm-eval (whose model is built before simple_evaluate).
     return {"answers": answers, "prompts": prompts, "setup_s": load, "run_s": elapsed - load, "batching": batching}
 

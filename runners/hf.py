@@ -93,7 +93,7 @@ def _returned_cache(output):
 def _merge_stats(stats: dict, new: dict) -> None:
     """Add one group's batching record to the task's: counts add up, the batch size is the largest."""
     for key, value in new.items():
-        if key in ("batch_size",):
+        if key == "batch_size":
             stats[key] = max(stats.get(key, 0), value)
         elif key == "batch_size_trials":
             stats.setdefault(key, {}).update(value)
