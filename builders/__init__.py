@@ -1,8 +1,8 @@
 """Dataset builders: each task declares one TaskSpec; TASKS is the registry."""
 
-from equita.builders.gfg import SPEC as GFG
-from equita.builders.itap_at import SPEC as ITAP_AT
-from equita.builders.jobs import SPEC as JOBS
+from .gfg import SPEC as GFG
+from .itap_at import SPEC as ITAP_AT
+from .jobs import SPEC as JOBS
 
 TASKS = {spec.id: spec for spec in (ITAP_AT, JOBS, GFG)}
 

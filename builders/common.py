@@ -9,8 +9,8 @@ not at all).
 
 from __future__ import annotations
 
-import ctypes
 import csv
+import ctypes
 import errno
 import glob
 import hashlib

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from datasets import Features, Sequence, Value
 
-from equita.builders.common import (
+from .common import (
     SOURCE_DIR_ENV,
     BuildError,
     UpstreamFile,
@@ -29,7 +29,7 @@ from equita.builders.common import (
     write_dataset,
     yaml_header,
 )
-from equita.builders.spec import TaskSpec
+from .spec import TaskSpec
 
 VERSION = "0.1.0"
 TABLES = "gfg"

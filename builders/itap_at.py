@@ -24,7 +24,7 @@ from pathlib import Path
 
 from datasets import Features, Value
 
-from equita.builders.common import (
+from .common import (
     BuildError,
     UpstreamFile,
     config_files,
@@ -38,7 +38,7 @@ from equita.builders.common import (
     write_dataset,
     yaml_header,
 )
-from equita.builders.spec import TaskSpec
+from .spec import TaskSpec
 
 VERSION = "2.0.0"
 PAT_COMMIT = "05889abf7bfdf1cc2e3383c8a7765b5f183fd28d"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from datasets import Features, Sequence, Value
 
-from equita.builders.common import (
+from .common import (
     BuildError,
     config_files,
     read_tsv,
@@ -26,7 +26,7 @@ from equita.builders.common import (
     write_dataset,
     yaml_header,
 )
-from equita.builders.spec import TaskSpec
+from .spec import TaskSpec
 
 VERSION = "2.0.0"
 TABLES = "jobs"

@@ -7,7 +7,7 @@ def main() -> None:
     import sys
 
     try:
-        from equita.runners.cli import main as cli_main
+        from .cli import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted while starting; nothing was done\n")
         raise SystemExit(130) from None

@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from equita.runners.requests import Generate, Loglikelihood, Request
+from .requests import Generate, Loglikelihood, Request
 
 
 def request_key(request: Request, rendered: str) -> str:

@@ -10,28 +10,41 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from equita.builders import TASKS, get_task
-from equita.builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
-from equita.runners.data import DatasetError
-from equita.runners.models import EMBEDDED, ModelError
-from equita.runners.publish import PublishError, publish_dataset, publish_metric, submit_results
-from equita.runners.report import write_report
-from equita.runners.results import ResultsError, headline, load_results, load_samples
-from equita.runners.run import RunOptions
-from equita.runners.run import run as run_tasks
-from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS, presentation
-from equita.runners.verify import VerifyError, verify_folder
+from ..builders import TASKS, get_task
+from ..builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
+from .backends.models import EMBEDDED, ModelError
+from .data import DatasetError
+from .hub.publish import PublishError, publish_dataset, publish_metric, submit_results
+from .results.contract import ResultsError, headline, load_results, load_samples
+from .results.report import write_report
+from .results.verify import VerifyError, verify_folder
+from .run import RunOptions
+from .run import run as run_tasks
+from .tasks import EVAL_TASKS, TASK_GROUPS, presentation
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
 console = Console(stderr=True, soft_wrap=True)
 
 
 # Where the benchmark datasets are found: the same two options for run, bench, verify and leaderboard.
-DatasetsOption = Annotated[
-    Optional[str],
-    typer.Option("--datasets", help="Folder of `equita build` outputs, or a Hub organisation; default: cache, then the Hub, then a local build."),
-]
-SourceDirOption = Annotated[Optional[Path], typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Upstream mirror, for datasets built locally.")]
+def datasets_option(panel: str | None = None):
+    return Annotated[
+        Optional[str],
+        typer.Option("--datasets", metavar="DIR|ORG", rich_help_panel=panel,
+                     help="Folder of `equita build` outputs, or a Hub organisation (its repositories at their version tags). Default: the cached build, then the Hub, then a local build."),
+    ]  # fmt: skip
+
+
+def source_dir_option(panel: str | None = None):
+    return Annotated[
+        Optional[Path],
+        typer.Option("--source-dir", metavar="DIR", envvar=SOURCE_DIR_ENV, rich_help_panel=panel,
+                     help="Upstream mirror (<org>/<repo>/<path>), for datasets built locally. Default: download the pinned files."),
+    ]  # fmt: skip
+
+
+DatasetsOption = datasets_option()
+SourceDirOption = source_dir_option()
 
 
 def batch_size_value(value: str) -> int | str:
@@ -42,13 +55,6 @@ def batch_size_value(value: str) -> int | str:
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise typer.BadParameter(f"{value!r}: use auto or a whole number of at least 1")
-
-
-BatchSizeOption = Annotated[
-    str,
-    typer.Option("--batch-size", callback=batch_size_value,
-                 help="Rows per forward pass, or auto: the largest that is still faster per request here, measured on the first batches; halved on out-of-memory."),
-]  # fmt: skip
 
 
 @app.callback()
@@ -64,9 +70,9 @@ def build(
         Optional[Path],
         typer.Option("--source-dir", envvar=SOURCE_DIR_ENV, help="Mirror of the upstream files, as <org>/<repo>/<path>; default: download pinned revisions."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty output folder (an earlier equita build only). Default: off.")] = False,
     gfl_it: Annotated[
-        Optional[Path], typer.Option("--gfl-it", help="gfg only: the GFL-it corpus file you hold (not public); adds its configs.")
+        Optional[Path], typer.Option("--gfl-it", help="gfg only: the GFL-it corpus file you hold (not public); adds its configs. Default: none, the GFL-it configs are left out.")
     ] = None,
 ) -> None:
     """Build a dataset folder (parquet configs, card, manifest) from upstream sources and the project's tables."""
@@ -102,41 +108,49 @@ def _log(message: str) -> None:
     console.print(escape(message), highlight=False)
 
 
+# `equita run --help` in panels: what to run, then one panel per kind of model and what else it may load or reach.
+RUN, LOCAL, SERVER, GFG, HUB = "What to run", "Model in this process", "Model on a server", "GFG metrics' models", "Submit to the Hub"
+
+
 @app.command()
 def run(
-    model: Annotated[str, typer.Option("--model", help=f"Short name ({', '.join(EMBEDDED)}), a .gguf file, a checkpoint folder, or a Hub id.")],
-    out: Annotated[Path, typer.Option("--out", help="Results folder: results.json, samples.jsonl, report.md, plots/, requests.jsonl (the resume cache).")],
-    tasks: Annotated[str, typer.Option("--tasks", help=f"Comma-separated tasks or groups: {', '.join(TASK_GROUPS)}, {', '.join(EVAL_TASKS)}.")] = "all",
-    datasets: DatasetsOption = None,
-    source_dir: SourceDirOption = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only N rows per task, spread over the dataset (a quick look).")] = None,
-    batch_size: BatchSizeOption = "auto",
-    revision: Annotated[Optional[str], typer.Option("--revision", help="Hub model revision (branch, tag or commit).")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda, cuda:1, ...")] = "auto",
-    dtype: Annotated[str, typer.Option("--dtype", help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16, float16.")] = "auto",
-    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run code shipped with a Hub model (off by default).")] = False,
-    bertscore_model: Annotated[
-        Optional[str], typer.Option("--bertscore-model", help="gfg detection: BERTScore encoder, name or local path (default bert-base-multilingual-cased).")
-    ] = None,
-    bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", min=1, help="gfg detection: encoder layer to use (default 9).")] = None,
-    neutrality_model: Annotated[
-        Optional[str], typer.Option("--neutrality-model", help="gfg GeNTE tasks: neutral/gendered classifier, name or local path (default FBK-MT/GeNTE-evaluator).")
-    ] = None,
-    neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", help="gfg GeNTE tasks: the classifier's tokenizer.")] = None,
+    model: Annotated[str, typer.Option("--model", metavar="MODEL", rich_help_panel=RUN, help=f"Short name ({', '.join(EMBEDDED)}), a .gguf file, a checkpoint folder, or a Hub id; with --server, the served model's name.")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", rich_help_panel=RUN, help="Results folder: results.json, samples.jsonl, report.md, plots/, requests.jsonl (the resume cache).")],
+    tasks: Annotated[str, typer.Option("--tasks", metavar="TASKS", rich_help_panel=RUN, help=f"Comma-separated tasks or groups: {', '.join(TASK_GROUPS)}, {', '.join(EVAL_TASKS)}.")] = "all",
+    datasets: datasets_option(RUN) = None,
+    source_dir: source_dir_option(RUN) = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", min=1, rich_help_panel=RUN, help="Only N rows per task, spread over the dataset (a quick look). Default: every row.")] = None,
+    batch_size: Annotated[
+        str,
+        typer.Option("--batch-size", metavar="N|auto", callback=batch_size_value, rich_help_panel=RUN,
+                     help="Rows per forward pass, or auto: the largest that is still faster per request here, measured on the first batches; halved on out-of-memory."),
+    ] = "auto",
+    revision: Annotated[Optional[str], typer.Option("--revision", metavar="REVISION", rich_help_panel=LOCAL, help="Hub model revision (branch, tag or commit); with --server, the served commit to record. Default: main (unpinned with --server).")] = None,
+    device: Annotated[str, typer.Option("--device", metavar="DEVICE", rich_help_panel=LOCAL, help="auto (CUDA if present, else CPU), cpu, cuda, cuda:1, ...")] = "auto",
+    dtype: Annotated[str, typer.Option("--dtype", metavar="DTYPE", rich_help_panel=LOCAL, help="auto (float32 on CPU, bfloat16 on GPU), float32, bfloat16, float16.")] = "auto",
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", rich_help_panel=LOCAL, help="Run code shipped with a Hub model. Default: off.")] = False,
     server: Annotated[
-        Optional[str], typer.Option("--server", help="Score a model served over the OpenAI HTTP protocol (vLLM, SGLang, llama.cpp, an API): its base URL, e.g. http://127.0.0.1:8000/v1.")
+        Optional[str], typer.Option("--server", metavar="URL", rich_help_panel=SERVER, help="Score a model served over the OpenAI HTTP protocol (vLLM, SGLang, llama.cpp, an API): its base URL, e.g. http://127.0.0.1:8000/v1. Default: none, the model runs in this process.")
     ] = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="With --server: the environment variable holding the API key (default OPENAI_API_KEY, if set).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", metavar="VAR", rich_help_panel=SERVER, help="The environment variable holding the API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")] = None,
     tokenizer: Annotated[
-        Optional[str], typer.Option("--tokenizer", help="With --server: the model's tokenizer (short name, folder or Hub id), for log-likelihood tasks; default: the server's /tokenize.")
+        Optional[str], typer.Option("--tokenizer", metavar="NAME", rich_help_panel=SERVER, help="The model's tokenizer (short name, folder or Hub id), for log-likelihood tasks. Default: the server's /tokenize.")
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="With --server: requests in flight.")] = 8,
-    request_timeout: Annotated[float, typer.Option("--request-timeout", min=0.1, help="With --server: seconds to wait for one answer before retrying.")] = 120.0,
-    max_retries: Annotated[int, typer.Option("--max-retries", min=0, help="With --server: retries of a request (429, 5xx, timeouts, dropped connections), with exponential backoff.")] = 6,
-    push: Annotated[bool, typer.Option("--push", help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`.")] = False,
-    results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="With --push: the central results dataset, ORG/NAME.")] = None,
-    model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="With --push: also open a pull request on this model repo.")] = None,
-    datasets_org: Annotated[str, typer.Option("--datasets-org", help="With --push: where the benchmark datasets are published.")] = "equita",
+    concurrency: Annotated[int, typer.Option("--concurrency", metavar="N", min=1, rich_help_panel=SERVER, help="Requests in flight.")] = 8,
+    request_timeout: Annotated[float, typer.Option("--request-timeout", metavar="SECONDS", min=0.1, rich_help_panel=SERVER, help="Seconds to wait for one answer before retrying.")] = 120.0,
+    max_retries: Annotated[int, typer.Option("--max-retries", metavar="N", min=0, rich_help_panel=SERVER, help="Retries of a request (429, 5xx, timeouts, dropped connections), with exponential backoff.")] = 6,
+    bertscore_model: Annotated[
+        Optional[str], typer.Option("--bertscore-model", metavar="NAME", rich_help_panel=GFG, help="gfg detection: the BERTScore encoder, name or local path. Default: bert-base-multilingual-cased.")
+    ] = None,
+    bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, rich_help_panel=GFG, help="gfg detection: the encoder layer to use. Default: 9.")] = None,
+    neutrality_model: Annotated[
+        Optional[str], typer.Option("--neutrality-model", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the neutral/gendered classifier, name or local path. Default: FBK-MT/GeNTE-evaluator.")
+    ] = None,
+    neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the classifier's tokenizer. Default: UmBERTo (Musixmatch's umberto-commoncrawl-cased-v1).")] = None,
+    push: Annotated[bool, typer.Option("--push", rich_help_panel=HUB, help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`. Default: off.")] = False,
+    results_repo: Annotated[Optional[str], typer.Option("--results-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: the central results dataset, ORG/NAME. Default: none.")] = None,
+    model_repo: Annotated[Optional[str], typer.Option("--model-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: also open a pull request on this model repo. Default: none.")] = None,
+    datasets_org: Annotated[str, typer.Option("--datasets-org", metavar="ORG", rich_help_panel=HUB, help="With --push: where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
     if server is None and (api_key_env or tokenizer):
@@ -252,7 +266,7 @@ def publish_metric_command(
 def submit(
     results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run`.")],
     results_repo: Annotated[str, typer.Option("--results-repo", help="The central results dataset, ORG/NAME.")],
-    model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="Also open a pull request with .eval_results/*.yaml on this model repo.")] = None,
+    model_repo: Annotated[Optional[str], typer.Option("--model-repo", help="Also open a pull request with .eval_results/*.yaml on this model repo. Default: none.")] = None,
     datasets_org: Annotated[str, typer.Option("--datasets-org", help="Where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Open pull requests with a run's results (never a direct push); a repeated submission opens nothing new."""
@@ -283,8 +297,8 @@ def bench(
     source_dir: SourceDirOption = None,
 ) -> None:
     """Time equita's runner against lm-evaluation-harness and a plain transformers loop on the same prompts."""
-    from equita.runners.bench import BenchError, BenchOptions
-    from equita.runners.bench import bench as run_bench
+    from .bench.bench import BenchError, BenchOptions
+    from .bench.bench import bench as run_bench
 
     limits = {}
     for item in limit or []:
@@ -343,15 +357,15 @@ def verify(
 def leaderboard(
     results: Annotated[Optional[list[Path]], typer.Argument(help="Results folders of `equita run` to show.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder for the site (index.html, task and model pages, files/); an earlier site there is replaced.")] = Path("leaderboard"),
-    results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="Also show the results dataset on the Hub, ORG/NAME: merged and pending (open pull requests).")] = None,
+    results_repo: Annotated[Optional[str], typer.Option("--results-repo", help="Also show the results dataset on the Hub, ORG/NAME: merged and pending (open pull requests). Default: none, the folders only.")] = None,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Recompute every score from its samples (`equita verify`) and mark the outcome.")] = True,
     datasets: DatasetsOption = None,
     source_dir: SourceDirOption = None,
-    publish_site: Annotated[bool, typer.Option("--publish", help="Upload the site as a static Hugging Face Space (needs --space).")] = False,
-    space: Annotated[Optional[str], typer.Option("--space", help="With --publish: the Space, ORG/NAME.")] = None,
+    publish_site: Annotated[bool, typer.Option("--publish", help="Upload the site as a static Hugging Face Space (needs --space). Default: off.")] = False,
+    space: Annotated[Optional[str], typer.Option("--space", help="With --publish: the Space, ORG/NAME. Default: none.")] = None,
 ) -> None:
     """Build the leaderboard, a static site (rankings with intervals, per-group heatmaps, paired comparisons, model pages)."""
-    from equita.runners import leaderboard as board
+    from .hub import leaderboard as board
 
     if publish_site and not space:
         console.print("[red]error:[/red] --publish needs --space ORG/NAME")
@@ -360,7 +374,7 @@ def leaderboard(
         console.print("[red]error:[/red] --space applies with --publish only")
         raise typer.Exit(2)
     if space:
-        from equita.runners.publish import check_repo_id
+        from .hub.publish import check_repo_id
 
         try:
             check_repo_id(space, "--space")  # before the Hub is read and the site built
@@ -387,13 +401,17 @@ def leaderboard(
 
 @app.command("tasks")
 def list_tasks() -> None:
-    """List the tasks `equita run` knows."""
-    table = Table()
-    for column in ("task", "dataset", "config", "metric", "description"):
-        table.add_column(column)
+    """List the tasks `equita run` knows, and the groups `--tasks` takes."""
+    # The name is what a user copies: it never wraps or shrinks; the description takes what width is left.
+    table = Table(show_lines=True)
+    table.add_column("task", no_wrap=True, min_width=max(len(name) for name in EVAL_TASKS))
+    table.add_column("what it scores", ratio=1)
     for task in EVAL_TASKS.values():
-        table.add_row(task.name, f"{task.dataset.id} v{task.dataset.version}", task.config, task.metric, task.description)
+        where = f"{task.dataset.id} v{task.dataset.version}, config {task.config}; metric {task.metric}"
+        table.add_row(task.name, f"{escape(task.description)}\n[dim]{escape(where)}[/dim]")
     Console().print(table)
+    for group, members in TASK_GROUPS.items():
+        Console().print(f"[bold]{group}[/bold]: {', '.join(members)}", highlight=False)
 
 
 def main() -> None:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import yaml
 
-from equita.builders.common import BuildError, is_build, verify_manifest
-from equita.builders.spec import TaskSpec
-from equita.runners.sources import cache_root
+from ..builders.common import BuildError, is_build, verify_manifest
+from ..builders.spec import TaskSpec
+from .backends.sources import cache_root
 
 
 class DatasetError(Exception):

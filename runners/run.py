@@ -25,16 +25,18 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-import equita.metrics
-from equita.builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
-from equita.runners import data, report, results as results_contract
-from equita.runners.cache import RequestCache, request_key
-from equita.runners.models import cache_root, load_model, shareable
-from equita.runners.results import RESULTS_SCHEMA
-from equita.runners.requests import Loglikelihood
-from equita.runners.tasks import EvalTask, select_tasks
+from .. import metrics as metric_modules
+from ..builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
+from . import data
+from .backends.models import cache_root, load_model, shareable
+from .cache import RequestCache, request_key
+from .requests import Loglikelihood
+from .results import contract as results_contract
+from .results import report
+from .results.contract import RESULTS_SCHEMA
+from .tasks import EvalTask, select_tasks
 
-METRICS_DIR = Path(equita.metrics.__file__).resolve().parent
+METRICS_DIR = Path(metric_modules.__file__).resolve().parent
 LOCK_FILE = ".equita.lock"
 RUN_FILES = ("results.json", "samples.jsonl", "report.md", "requests.jsonl", LOCK_FILE)  # what a run writes in --out
 

@@ -108,7 +108,7 @@ def itap_dir(tmp_path_factory, pat_path) -> Path:
 @pytest.fixture(scope="session")
 def smollm2():
     """The embedded default model, loaded once (converted from its GGUF on first use)."""
-    from equita.runners.models import load_model
+    from equita.runners.backends.models import load_model
 
     return load_model("smollm2")
 
@@ -118,7 +118,7 @@ def _tiny_llama(folder: Path, chat_template: bool) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from equita.runners.sources import convert_gguf, embedded_gguf
+    from equita.runners.backends.sources import convert_gguf, embedded_gguf
 
     tokenizer = AutoTokenizer.from_pretrained(convert_gguf(embedded_gguf("smollm2")))
     if not chat_template:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Callable, Iterator, Sequence
 
-from equita.runners.models import ModelInfo
+from equita.runners.backends.models import ModelInfo
 from equita.runners.requests import Generate, Request
 
 

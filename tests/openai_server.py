@@ -28,7 +28,7 @@ from equita.runners.requests import Generate, render_prompt
 
 @dataclass
 class State:
-    model: object  # equita.runners.hf.TransformersModel
+    model: object  # equita.runners.backends.hf.TransformersModel
     name: str = "smollm2-test"
     key: str | None = None
     faults: list = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""Continuous batching and the measured batch size (`equita.runners.batching`).
+"""Continuous batching and the measured batch size (`equita.runners.backends.batching`).
 
 A scripted model (one layer whose cache holds the token ids themselves) checks the splicing of
 rows into the running cache and the counts behind slot utilisation by hand; the real SmolLM2
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from equita.runners import batching
-from equita.runners.batching import BatchSize, ContinuousBatch
+from equita.runners.backends import batching
+from equita.runners.backends.batching import BatchSize, ContinuousBatch
 from equita.runners.requests import Generate
 
 EOS = 0

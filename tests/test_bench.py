@@ -14,8 +14,11 @@ import pytest
 
 from conftest import EQUITA
 
+from typer.testing import CliRunner
+
 from equita.builders import get_task
-from equita.runners import bench
+from equita.runners.bench import bench
+from equita.runners.cli import app
 
 FAR = 5.0  # a gap no rounding explains
 
@@ -199,19 +202,37 @@ def test_bad_limit_is_refused():
     assert result.returncode == 2 and "--limit jobs=0: use WORKLOAD=N" in result.stderr
 
 
-def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
-    """Two small workloads (one task; the whole `equita run --tasks bias`), all their tools, two
-    alternating repetitions, on the real SmolLM2 and lm-eval."""
+def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, monkeypatch):
+    """Two small workloads (one task; the whole `equita run --tasks bias`), all their tools, on the
+    real SmolLM2 and lm-eval. Two repetitions: the first runs every tool for real; the second
+    replays each tool's first run, slower, so that the alternation and the medians are checked
+    without paying for the same runs twice."""
     datasets = tmp_path / "datasets"
     datasets.mkdir()
     (datasets / "itap_at").symlink_to(itap_dir)
     get_task("jobs").build_to(datasets / "jobs", source_dir=None, force=False)
     out = tmp_path / "bench"
-    result = _equita(
+    real_run, first, order = bench.run_worker, {}, []
+
+    def run_worker(spec, folder):
+        order.append((spec["workload_name"], spec["repetition"], spec["tool"]))
+        if spec["repetition"] == 0:
+            first[spec["workload_name"], spec["tool"]] = real_run(spec, folder)
+            return first[spec["workload_name"], spec["tool"]]
+        replay = json.loads(json.dumps(first[spec["workload_name"], spec["tool"]]))
+        replay.update(run_s=3 * replay["run_s"], wall_s=3 * replay["wall_s"], setup_s=3 * replay["setup_s"])
+        return replay
+
+    monkeypatch.setattr(bench, "run_worker", run_worker)
+    done = CliRunner().invoke(app, [
         "bench", "--workloads", "itap-at,suite", "--limit", "itap-at=3", "--limit", "suite=1", "--repeats", "2", "--batch-size", "4",
         "--datasets", str(datasets), "--out", str(out),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    ])  # fmt: skip
+    assert done.exit_code == 0, done.output[-3000:]
+    # Tools alternate who goes first from one repetition to the next.
+    assert order == [("itap-at", 0, "equita"), ("itap-at", 0, "lm-eval"), ("itap-at", 0, "naive"),
+                     ("itap-at", 1, "lm-eval"), ("itap-at", 1, "naive"), ("itap-at", 1, "equita"),
+                     ("suite", 0, "equita"), ("suite", 0, "lm-eval"), ("suite", 1, "lm-eval"), ("suite", 1, "equita")]  # fmt: skip
     report = json.loads((out / "bench.json").read_text())
     assert report["schema"] == "equita.bench/1" and report["settings"]["batch_size"] == 4
     itap, suite = report["workloads"]["itap-at"], report["workloads"]["suite"]
@@ -230,10 +251,12 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
     # What each tool used: equita its fixed 4 (and its slot utilisation), the run's own timings for the suite.
     assert itap["batching"]["equita"]["batch_size"] == 4 and 0 < itap["batching"]["equita"]["slot_utilisation"] <= 1
     assert suite["batching"]["equita"]["jobs"]["batch_size"] == 4 and suite["batching"]["lm-eval"]["batch_size"] == 4
-    for workload, tools in [(itap, {"equita", "lm-eval", "naive"}), (suite, {"equita", "lm-eval"})]:
+    for name, workload, tools in [("itap-at", itap, {"equita", "lm-eval", "naive"}), ("suite", suite, {"equita", "lm-eval"})]:
         assert set(workload["tools"]) == tools
-        for summary in workload["tools"].values():
+        for tool, summary in workload["tools"].items():
             assert summary["runs"] == 2 and summary["median_run_s"] > 0 and summary["peak_rss_mib"] > 100
+            # The median of a run and its replay at three times the time: twice the first.
+            assert summary["median_run_s"] == pytest.approx(2 * first[name, tool]["run_s"])
         assert all(ratio["speedup"] is not None for ratio in workload["ratios"].values())
     # The lm-eval task the benchmark wrote reads the very prompts equita renders.
     prompts = [json.loads(line)["prompt"] for line in (out / "work" / "itap-at" / "prompts.jsonl").read_text().splitlines()]
@@ -242,4 +265,4 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir):
     markdown = (out / "bench.md").read_text()
     assert "## itap-at (itap-at, generate, subset of 3 (--limit 3) requests)" in markdown
     assert "## suite (bias, suite, subset of 9 (--limit 1) requests)" in markdown and "- equita batches: itap-at: batch 4" in markdown
-    assert markdown in result.stdout
+    assert markdown.strip() in done.output

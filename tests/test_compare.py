@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from equita.runners.compare import holm, indistinguishable_groups, paired_difference
+from equita.runners.results.compare import holm, indistinguishable_groups, paired_difference
 
 
 def rows(values, den=1.0):

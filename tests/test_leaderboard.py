@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from conftest import UPSTREAM
 from equita.builders import jobs
 from equita.runners.cli import app
-from equita.runners.compare import paired_difference
+from equita.runners.results.compare import paired_difference
 from equita.runners.tasks import presentation
 
 # Rows per ItaP-AT run and professions per Jobs run (each 6 sentences) of the quick looks. SmolLM2
@@ -108,7 +108,7 @@ def runs(tmp_path_factory, datasets, smollm2, tiny_model_dir) -> dict[str, Path]
     load = equita_run.load_model
     folders = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("equita.runners.report.write_report", lambda *args, **kwargs: None)  # the report is not under test here
+        patch.setattr("equita.runners.results.report.write_report", lambda *args, **kwargs: None)  # the report is not under test here
         patch.setattr("equita.runners.run.load_model", lambda name, *args, **kwargs: loaded[name] if name in loaded else load(name, *args, **kwargs))
         for folder, model, tasks, limit, batch_size in plan:
             folders[folder] = root / folder.replace("/", "-")
@@ -438,6 +438,36 @@ def severe(messages: list[dict]) -> list[str]:
     return [m["message"] for m in messages if m["level"] == "SEVERE"]
 
 
+def test_the_index_opens_on_every_ranked_model_against_every_task(site):
+    """One table, a row per model ranked somewhere, a column per task page: each cell is that page's row."""
+    headers, rows = table(page(site, "index.html"), "standings")
+    pages = {f"{task} v{major}": ranking(site, task, major) for task, major in PAGES}
+    # A task's header: "itap-at v2", then (after a line break) what its value is.
+    columns = [th.text.strip() for th in page(site, "index.html").xpath('//table[@id="standings"]/thead/tr/th')[1:]]
+    assert sorted(columns) == sorted(pages) and headers[0] == "model"
+    ranked = {name for shown in pages.values() for name, row in shown.items() if row["rank"] != "–"}
+    assert [row.get("data-model") for row in rows] and {row.get("data-model") for row in rows} == ranked
+    for row in rows:
+        name = row.get("data-model")
+        for column, cell in zip(columns, row.xpath("./td")[1:]):
+            expected = pages[column].get(name)
+            if expected is None:  # not run on that task (or on that major version)
+                assert text(cell) == "", (name, column)
+                continue
+            assert text(cell.xpath('./a[@class="value"]')[0]) == expected["value"], (name, column)
+            task, major = column.split(" v")
+            assert cell.xpath('./a[@class="value"]')[0].get("href") == f"task-{task}-v{major}.html"
+            interval = cell.xpath('./span[contains(@class, "interval")]')
+            assert (text(interval[0]) if interval else "-") == expected["interval"], (name, column)
+            rank = text(cell.xpath('./span[@class="rank"]')[0])
+            letters = "" if expected["letters"] == "–" else f" {expected['letters']}"
+            assert rank == ("–" if expected["rank"] == "–" else f"#{expected['rank']}{letters}"), (name, column)
+            assert cell.get("data-sort") == ("" if expected["rank"] == "–" else expected["rank"])
+    # Best rank first.
+    best = [min(int(pages[c][r.get("data-model")]["rank"]) for c in columns if pages[c].get(r.get("data-model"), {}).get("rank", "–") != "–") for r in rows]
+    assert best == sorted(best)
+
+
 def column_values(driver, table_id: str, column: int, kind: str) -> list:
     """A column's data-sort values (else its text), in the order the rows are now shown; empty as None."""
     raw = driver.execute_script(
@@ -474,6 +504,8 @@ SORTS = [
     ("task-itap-at-v2.html", "heatmap", "base-1"),
     ("task-jobs-v2.html", "pairs", "p (Holm)"),
     ("index.html", "models", "model"),
+    ("index.html", "standings", "itap-at v2"),  # by the rank on that task, models not ranked there last
+    ("index.html", "standings", "jobs v2"),
 ]
 
 
@@ -481,7 +513,7 @@ SORTS = [
 def test_browser_a_header_click_sorts_and_a_second_reverses(browser, site, name, table_id, header):
     assert not severe(visit(browser, site, name))
     headers = browser.find_elements("css selector", f"#{table_id} thead th")
-    column = [h.text for h in headers].index(header)
+    column = [h.text.split("\n")[0] for h in headers].index(header)
     kind = headers[column].get_attribute("data-type")
     before = column_values(browser, table_id, column, kind)
     assert len(set(before) - {None}) > 1, "something to sort"

@@ -19,7 +19,7 @@ import requests
 
 from equita.builders import jobs
 from equita.runners.run import RunOptions, run
-from equita.runners.sources import embedded_gguf
+from equita.runners.backends.sources import embedded_gguf
 
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp.server", reason="pip install 'llama-cpp-python[server]' (CI always does)")

@@ -36,8 +36,13 @@ def test_wheel_holds_only_the_equita_namespace_with_data(tmp_path):
         "equita/builders/tables/itap_at/istat_names_2022.tsv",
         "equita/dataset_cards/itap_at.md.j2",
         "equita/runners/cli.py",
+        "equita/runners/hub/site/index.html.j2",
     ]:
         assert required in names, required
+    # Every module of the source tree ships: a subpackage missing from pyproject's list would not.
+    for folder in ["builders", "runners", "metrics"]:
+        for module in (REPO / folder).rglob("*.py"):
+            assert f"equita/{module.relative_to(REPO).as_posix()}" in names, module
     assert not any("__pycache__" in name for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "equita = equita.runners:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

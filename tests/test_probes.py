@@ -128,7 +128,7 @@ def jobs_datasets(tmp_path_factory) -> Path:
 
 
 def _truncated_gguf(tmp: Path) -> str:
-    from equita.runners.sources import embedded_gguf
+    from equita.runners.backends.sources import embedded_gguf
 
     (tmp / "cut.gguf").write_bytes(embedded_gguf("smollm2").read_bytes()[:5000])
     return "cut.gguf"

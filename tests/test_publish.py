@@ -295,7 +295,7 @@ def test_eval_yaml_declares_a_task_only_where_its_config_was_built(gfg_builds, m
     import dataclasses
 
     from equita.runners import tasks
-    from equita.runners.publish import eval_declaration
+    from equita.runners.hub.publish import eval_declaration
 
     public, full = gfg_builds
     # A runner task on a GFL-it config: declared for a build with the corpus, not for one without.

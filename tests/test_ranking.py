@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from equita.runners.ranking import Entry, rank_task
+from equita.runners.results.ranking import Entry, rank_task
 
 
 def _samples(scores: list[int], task: str = "itap-at") -> list[dict]:
@@ -101,7 +101,7 @@ def test_samples_that_disagree_on_their_units_are_named_not_paired():
 
 
 def test_the_comparison_report_prints_the_ranking_and_the_paired_tests(tmp_path):
-    from equita.runners import report
+    from equita.runners.results import report
 
     base = [1, 0, -1, 0, 1] * 8
     entries = [_entry("base", base), _entry("same", list(base)), _entry("shifted", [1, 1, -1, 1, 1] * 8)]
@@ -133,7 +133,7 @@ def _gente_entry(model: str, labels: list[int]) -> Entry:
 
 
 def test_accuracies_rank_higher_first_and_get_an_interval_from_their_samples():
-    from equita.runners.leaderboard import sample_interval
+    from equita.runners.hub.leaderboard import sample_interval
 
     good, poor = _gente_entry("good", [1, 1, 1, 0] * 10), _gente_entry("poor", [1, 0, 0, 0] * 10)
     (ranking,) = rank_task("gfg-translation-gente", [poor, good])

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import EQUITA
-from equita.runners import report
-from equita.runners import results as results_contract
+from equita.runners.results import report
+from equita.runners.results import contract as results_contract
 from equita.runners.data import DatasetError
-from equita.runners.hf import TransformersModel
+from equita.runners.backends.hf import TransformersModel
 from equita.runners.run import RunOptions, load_metric, run
 
 
@@ -193,11 +193,19 @@ def test_interrupted_run_resumes_where_it_stopped(tmp_path, itap_dir, monkeypatc
     assert results["tasks"]["itap-at-logprob"]["results"] == whole["tasks"]["itap-at-logprob"]["results"]
 
 
+def as_in_a_terminal():
+    """Ctrl-C as a shell delivers it: SIGINT neither ignored nor blocked. A child inherits both from
+    the test process, where a library may have left SIGINT blocked or ignored; Python then installs
+    no KeyboardInterrupt handler and the run would finish instead of stopping."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_path, itap_dir, smollm2):
     out = tmp_path / "run"
     command = [*EQUITA, "run", "--model", "smollm2", "--tasks", "itap-at", "--datasets", str(itap_dir),
                "--limit", "12", "--batch-size", "1", "--out", str(out)]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
     cache = out / "requests.jsonl"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and (not cache.exists() or len(cache.read_text().splitlines()) < 3):

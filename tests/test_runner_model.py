@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from equita.runners import hf, sources, token_tree
-from equita.runners.hf import TransformersModel
-from equita.runners.models import ModelError, load_model
+from equita.runners.backends import hf
+from equita.runners.backends import sources
+from equita.runners.backends import token_tree
+from equita.runners.backends.hf import TransformersModel
+from equita.runners.backends.models import ModelError, load_model
 from equita.runners.requests import PLAIN_TEMPLATE, Generate, Loglikelihood
 
 PROMPTS = [

@@ -51,7 +51,7 @@ def server(smollm2):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir):
-    from equita.runners.models import load_model
+    from equita.runners.backends.models import load_model
 
     return load_model(str(tiny_model_dir))
 

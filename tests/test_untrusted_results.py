@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from equita.builders.common import path_part
-from equita.runners import publish, report
-from equita.runners import results as results_contract
-from equita.runners.results import ResultsError, load_results
+from equita.runners.hub import publish
+from equita.runners.results import report
+from equita.runners.results import contract as results_contract
+from equita.runners.results.contract import ResultsError, load_results
 from equita.runners.run import strict
 
 
@@ -129,7 +130,7 @@ def test_results_files_are_strict_json():
 
 
 def test_nothing_submitted_names_a_local_folder(tmp_path, monkeypatch):
-    from equita.runners.sources import cache_root, shareable
+    from equita.runners.backends.sources import cache_root, shareable
 
     home = Path.home()
     (tmp_path / "mine").mkdir()

@@ -17,7 +17,7 @@ from equita.builders import jobs
 from equita.builders.common import table_path
 from equita.runners.cli import app
 from equita.runners.run import RunOptions, run
-from equita.runners.verify import VerifyError, verify_folder
+from equita.runners.results.verify import VerifyError, verify_folder
 
 LIMIT = 3  # ItaP-AT rows, Jobs professions (each 2 forms x 3 templates = 6 sentences)
 
@@ -206,7 +206,7 @@ class Metric:
     ("code changed", "verified", "metric jobs_bias: its code differs from the run's (module_sha256 "),
 ])  # fmt: skip
 def test_the_metric_module_at_hand_is_said(genuine, datasets, monkeypatch, module, status, message):
-    from equita.runners import verify
+    from equita.runners.results import verify
 
     real = verify.load_metric
     fake = {"model missing": lambda name: (Metric(), real(name)[1]), "code changed": lambda name: (real(name)[0], "0" * 64)}[module]
@@ -292,7 +292,7 @@ def test_command_exit_codes(genuine, datasets, tmp_path, edit, code, shown):
 def hub(tmp_path_factory, datasets):
     """A loopback Hub holding Jobs, published as the maintainers do, and an empty results dataset."""
     with hub_server.running(tmp_path_factory.mktemp("hf-home"), "hf_test_token_verify") as (state, env):
-        python(env, f"from equita.runners.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', '2.0.0')")
+        python(env, f"from equita.runners.hub.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', '2.0.0')")
         state.create_repo("dataset", "equita-test/results")
         yield state, env
 
@@ -321,7 +321,7 @@ def test_submit_refuses_a_tampered_folder_and_uploads_the_samples_of_a_genuine_o
         write(tmp_path / name, content, samples)
     # Both submissions in one process (the command line around submit_results is test_publish's).
     outcome = python(env, f"""
-from equita.runners.publish import PublishError, submit_results
+from equita.runners.hub.publish import PublishError, submit_results
 try:
     submit_results({str(tmp_path / "tampered")!r}, "equita-test/results", datasets_org="equita-test", log=lambda m: None)
 except PublishError as error:

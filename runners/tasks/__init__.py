@@ -9,8 +9,8 @@ BENCHMARKS.
 
 from __future__ import annotations
 
-from equita.runners.tasks import gfg, itap_at, jobs
-from equita.runners.tasks.base import EvalTask, Presentation
+from . import gfg, itap_at, jobs
+from .base import EvalTask, Presentation
 
 __all__ = ["EVAL_TASKS", "TASK_GROUPS", "EvalTask", "Presentation", "presentation", "select_tasks"]
 

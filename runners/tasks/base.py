@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from equita.builders.spec import TaskSpec
-from equita.runners.requests import Request
+from ...builders.spec import TaskSpec
+from ..requests import Request
 
 # A task's samples -> {row id: (unit, numerator, denominator)}: its headline is
 # multiplier * sum(numerators) / sum(denominators) over units, and its interval resamples units.

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from equita.builders import gfg
-from equita.runners.figures import plt, save
-from equita.runners.requests import Generate, Request
-from equita.runners.tasks.base import EvalTask, Presentation, row_units
+from ...builders import gfg
+from ..requests import Generate, Request
+from ..results.figures import plt, save
+from .base import EvalTask, Presentation, row_units
 
 
 def _gfg_request(row: dict) -> Request:

@@ -12,10 +12,10 @@ from typing import Callable
 import numpy as np
 from tabulate import tabulate
 
-from equita.builders import itap_at
-from equita.runners.figures import group_rows, interval_text, plt, save, score_plot
-from equita.runners.requests import Generate, Loglikelihood, Request
-from equita.runners.tasks.base import EvalTask, Presentation, logsumexp, row_units
+from ...builders import itap_at
+from ..requests import Generate, Loglikelihood, Request
+from ..results.figures import group_rows, interval_text, plt, save, score_plot
+from .base import EvalTask, Presentation, logsumexp, row_units
 
 ORDER = itap_at.SPEC.configs
 

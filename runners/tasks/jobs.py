@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from equita.builders import jobs
-from equita.runners.figures import group_rows, interval_text, plt, save, score_plot
-from equita.runners.requests import Loglikelihood, Request
-from equita.runners.tasks.base import EvalTask, Presentation, logsumexp
+from ...builders import jobs
+from ..requests import Loglikelihood, Request
+from ..results.figures import group_rows, interval_text, plt, save, score_plot
+from .base import EvalTask, Presentation, logsumexp
 
 # Groups are the CP2011 macro-categories, "1" to "9": listed by name.
 ORDER: tuple[str, ...] = ()

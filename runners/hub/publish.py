@@ -11,8 +11,8 @@ import os
 import re
 from pathlib import Path
 
-from equita.builders.common import path_part, verify_manifest
-from equita.runners.data import DatasetError, card_version
+from ...builders.common import path_part, verify_manifest
+from ..data import DatasetError, card_version
 
 
 class PublishError(Exception):
@@ -119,8 +119,8 @@ def _declare(folder: Path, version: str):
     The folder's dataset is the one whose declared configs include all of its card's configs (a
     build's card lists only configs of its own dataset, and no two datasets share one).
     """
-    from equita.builders import TASKS
-    from equita.runners.tasks import EVAL_TASKS
+    from ...builders import TASKS
+    from ..tasks import EVAL_TASKS
 
     folder = Path(folder)
     header = _card_header(folder / "README.md")
@@ -279,7 +279,7 @@ def _without_local_paths(value):
     A path (a results file written before paths were recorded shareably, or one in a message)
     becomes `cache:...` / `local:<name>`, and the home folder in any text becomes `~`.
     """
-    from equita.runners.sources import shareable
+    from ..backends.sources import shareable
 
     if isinstance(value, dict):
         return {key: _without_local_paths(item) for key, item in value.items()}
@@ -344,9 +344,9 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
     import yaml
     from huggingface_hub import CommitOperationAdd, EvalResultEntry, HfApi, eval_result_entries_to_yaml
 
-    from equita.runners.results import ResultsError, headline, load_results, validate_results
-    from equita.runners.run import strict
-    from equita.runners.verify import MISMATCH, NOT_VERIFIABLE, VerifyError, read_samples, verify_results
+    from ..results.contract import ResultsError, headline, load_results, validate_results
+    from ..results.verify import MISMATCH, NOT_VERIFIABLE, VerifyError, read_samples, verify_results
+    from ..run import strict
 
     check_repo_id(results_repo, "--results-repo")
     if model_repo is not None:
@@ -363,7 +363,7 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
     checked = results  # verified as written; what is published has the local paths taken out
     results = _without_local_paths(results)
-    from equita.builders import TASKS
+    from ...builders import TASKS
 
     # What becomes a repository path is checked against what it must be, not trusted.
     known = {spec.id: spec for spec in TASKS.values()}

@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from equita.builders.common import CACHE_DIR_ENV, make_readable, sha256_file, staging_dir
-from equita.runners.errors import ModelError
+from ...builders.common import CACHE_DIR_ENV, make_readable, sha256_file, staging_dir
+from ..errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterator, Sequence
 
-from equita.runners.errors import ModelError
-from equita.runners.models import ModelInfo
-from equita.runners.requests import Generate, Loglikelihood, Request, messages, prompt_ids, render_prompt
+from ..errors import ModelError
+from ..requests import Generate, Loglikelihood, Request, messages, prompt_ids, render_prompt
+from .models import ModelInfo
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 MAX_STOP_STRINGS = 4  # the OpenAI API accepts at most 4 stop sequences
@@ -88,7 +88,7 @@ def _local_tokenizer(name: str):
     """The tokenizer the user named: a short name (its converted folder), a local folder or a Hub id."""
     from transformers import AutoTokenizer
 
-    from equita.runners.sources import EMBEDDED, convert_gguf, embedded_gguf
+    from .sources import EMBEDDED, convert_gguf, embedded_gguf
 
     where = str(convert_gguf(embedded_gguf(name))) if name in EMBEDDED else name
     try:

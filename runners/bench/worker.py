@@ -1,4 +1,4 @@
-"""One timed benchmark run, in a process of its own: `python -m equita.runners.bench_worker SPEC OUT`.
+"""One timed benchmark run, in a process of its own: `python -m equita.runners.bench.worker SPEC OUT`.
 
 `equita bench` starts one such process per (tool, workload, repetition), so every run starts
 cold, its peak memory is its own (the parent reads it from the kernel when the process
@@ -36,9 +36,9 @@ def _read_jsonl(path: Path) -> list[dict]:
 def run_equita(spec: dict) -> dict:
     """equita's runner, as `equita run` drives it: task rows -> requests -> TransformersModel.answer."""
     started = time.perf_counter()
-    from equita.runners.models import load_model
-    from equita.runners.requests import Generate
-    from equita.runners.tasks import EVAL_TASKS
+    from ..backends.models import load_model
+    from ..requests import Generate
+    from ..tasks import EVAL_TASKS
 
     model = load_model(spec["model"], device=spec["device"], dtype=spec["dtype"])
     task = EVAL_TASKS[spec["task"]]
@@ -60,8 +60,8 @@ def run_equita_suite(spec: dict) -> dict:
     """`equita run` itself, on a fresh --out: datasets, requests, answers, metrics, results and report."""
     import shutil
 
-    from equita.runners.results import read_samples
-    from equita.runners.run import RunOptions, run
+    from ..results.contract import read_samples
+    from ..run import RunOptions, run
 
     out = Path(spec["workload"]) / "runs" / f"equita-{spec['repetition']}-out"
     shutil.rmtree(out, ignore_errors=True)  # a fresh folder: nothing answered from an earlier run's cache

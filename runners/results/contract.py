@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from equita.builders.common import path_part
+from ...builders.common import path_part
 
 # Version of results.json; bump on any change of its layout and say so in the README.
 RESULTS_SCHEMA = "equita.results/1"
@@ -128,7 +128,7 @@ def limited_tasks(results: dict) -> list[str]:
 
 def headline(task: dict) -> tuple[str, float]:
     """(key, value) of a task's main number, as its benchmark's presentation declares it."""
-    from equita.runners.tasks import presentation  # the declarations import matplotlib; most readers of results need neither
+    from ..tasks import presentation  # the declarations import matplotlib; most readers of results need neither
 
     declared = presentation("", task["metric"]["name"])
     key = declared.headline if declared else "bias_score"

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from equita.builders.common import path_part
-from equita.runners.figures import group_rows, interval_text, plt
-from equita.runners.ranking import Entry, TaskRanking, rank_task, task_names
-from equita.runners.results import limited_tasks
-from equita.runners.tasks import presentation
+from ...builders.common import path_part
+from .figures import group_rows, interval_text, plt
+from .ranking import Entry, TaskRanking, rank_task, task_names
+from .contract import limited_tasks
+from ..tasks import presentation
 
 
 def _generic_table(result: dict) -> str:

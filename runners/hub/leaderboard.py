@@ -21,12 +21,12 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from equita.builders.common import file_in_the_way, path_part
-from equita.runners.compare import ratio_interval
-from equita.runners.figures import group_rows
-from equita.runners.ranking import Entry, Standing, TaskRanking, rank_task, task_names
-from equita.runners.results import RESULTS_SCHEMA, ResultsError, load_results, load_samples, read_samples, validate_results
-from equita.runners.tasks import EVAL_TASKS
+from ...builders.common import file_in_the_way, path_part
+from ..results.compare import ratio_interval
+from ..results.contract import RESULTS_SCHEMA, ResultsError, load_results, load_samples, read_samples, validate_results
+from ..results.figures import group_rows
+from ..results.ranking import Entry, Standing, TaskRanking, rank_task, task_names
+from ..tasks import EVAL_TASKS
 
 ASSETS = ("style.css", "leaderboard.js")
 STANDINGS = "leaderboard.json"
@@ -113,7 +113,7 @@ def hub_entries(results_repo: str, log=print) -> list[Entry]:
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.hf_api import RepoFile
 
-    from equita.runners.publish import PublishError, _fail, _network_errors, check_repo_id
+    from .publish import PublishError, _fail, _network_errors, check_repo_id
 
     max_record, max_samples = 16 * 2**20, 1024 * 2**20  # a record is kilobytes, its samples megabytes
     suffix = ".samples.jsonl"
@@ -235,7 +235,7 @@ def unique(entries: list[Entry]) -> list[Entry]:
 
 def verify_entries(entries: list[Entry], datasets: str | None, source_dir: Path | None, log=print) -> None:
     """Recompute each entry's scores from its samples (`equita verify`); the pages mark the outcome."""
-    from equita.runners.verify import VerifyError, verify_results
+    from ..results.verify import VerifyError, verify_results
 
     for entry in entries:
         if not entry.samples:
@@ -336,6 +336,33 @@ def standings_data(rankings: list[TaskRanking], ids: dict) -> list[dict]:
     return data
 
 
+def overview(rankings: list[TaskRanking], task_pages: list[dict], models: list[dict]) -> list[dict]:
+    """The index's table: every model ranked on at least one task, one cell per task ranking.
+
+    A cell holds the headline, its interval and the rank; a model listed but not ranked on a
+    task (a quick look, unreadable answers) shows its value with the mark instead of a rank, and
+    a task it was not run on is empty. Rows come in the order of their best rank.
+    """
+    rows = []
+    for model in models:
+        cells, ranks = [], []
+        for ranking, task_page in zip(rankings, task_pages):
+            standing = next((s for s in ranking.standings if s.entry is model["entry"]), None)
+            if standing is None:
+                cells.append(None)
+                continue
+            p = ranking.presentation
+            cells.append({"value": _format(standing.value, p), "low": _format(standing.low, p), "high": _format(standing.high, p),
+                          "interval": standing.low is not None and standing.high is not None, "rank": standing.rank,
+                          "group": standing.letters, "marks": standing.marks, "page": task_page["page"]})  # fmt: skip
+            if standing.rank is not None:
+                ranks.append(standing.rank)
+        if ranks:
+            rows.append({"model": model, "cells": cells, "best": min(ranks), "ranked": len(ranks)})
+    rows.sort(key=lambda row: (row["best"], -row["ranked"], row["model"]["entry"].label))
+    return rows
+
+
 def build_site(entries: list[Entry], out: Path, force: bool = False, title: str = "equita leaderboard", log=print) -> Path:
     """Write the site into `out` (index.html, task-*.html, model-*.html, files/); returns index.html."""
     out = Path(out)
@@ -351,7 +378,7 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
     final, out = out, out.parent / f".{out.name}.building"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    environment = Environment(loader=PackageLoader("equita.runners", "site"), autoescape=select_autoescape(["html", "j2"]))
+    environment = Environment(loader=PackageLoader("equita.runners.hub", "site"), autoescape=select_autoescape(["html", "j2"]))
     ids = {id(entry): _entry_id(entry) for entry in entries}
     rankings = [ranking for name in task_names(entries) for ranking in rank_task(name, entries)]
     pages = []
@@ -394,7 +421,7 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
                               "bar": _bar(standing.value, standing.low, standing.high, ranking.presentation), "of": len(ranking.standings)})  # fmt: skip
         pages.append(Page(page, "model.html.j2", {"entry": entry, "lines": lines, "files": files}))
         models.append({"entry": entry, "page": page, "tasks": len(lines)})
-    pages.append(Page("index.html", "index.html.j2", {"tasks": task_pages, "models": models}))
+    pages.append(Page("index.html", "index.html.j2", {"tasks": task_pages, "models": models, "overview": overview(rankings, task_pages, models)}))
     # The standings as data, for anyone who cites or re-plots them (the pages show the same numbers).
     (out / STANDINGS).write_text(json.dumps(standings_data(rankings, ids), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     context = {"title": title, "pages": {"tasks": task_pages, "models": models}, "equita": metadata.version("equita"), "standings": STANDINGS}
@@ -424,7 +451,7 @@ def publish_site(out: Path, space_id: str, log=print) -> str:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
     from huggingface_hub.utils import filter_repo_objects
 
-    from equita.runners.publish import PublishError, _fail, _network_errors, check_repo_id
+    from .publish import PublishError, _fail, _network_errors, check_repo_id
 
     try:
         check_repo_id(space_id, "--space")

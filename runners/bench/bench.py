@@ -29,12 +29,12 @@ from typing import Callable
 import torch
 import yaml
 
-from equita.runners import data
-from equita.runners.hf import TransformersModel
-from equita.runners.models import load_model
-from equita.runners.requests import Generate
-from equita.runners.run import limited, write_atomic
-from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
+from .. import data
+from ..backends.hf import TransformersModel
+from ..backends.models import load_model
+from ..requests import Generate
+from ..run import limited, write_atomic
+from ..tasks import EVAL_TASKS, TASK_GROUPS
 
 BENCH_SCHEMA = "equita.bench/1"
 LOGPROB_TOLERANCE = 1e-4
@@ -218,7 +218,7 @@ def run_worker(spec: dict, folder: Path) -> dict:
     environment = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
     started = time.perf_counter()
     with log_path.open("w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "equita.runners.bench_worker", str(spec_path), str(out_path)], stdout=log, stderr=log, env=environment)
+        process = subprocess.Popen([sys.executable, "-m", "equita.runners.bench.worker", str(spec_path), str(out_path)], stdout=log, stderr=log, env=environment)
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started

@@ -4,9 +4,9 @@ A backend answers the runner's two request types (`equita.runners.requests`): `G
 `Loglikelihood`. The runner uses nothing else than the `Model` protocol below, so a backend is a
 class with these four members:
 
-- `transformers` (`equita.runners.hf`): the model loaded in this process (short name, GGUF file,
+- `transformers` (`equita.runners.backends.hf`): the model loaded in this process (short name, GGUF file,
   checkpoint folder or Hub id);
-- `openai-server` (`equita.runners.server`): any server that speaks the OpenAI HTTP protocol
+- `openai-server` (`equita.runners.backends.server`): any server that speaks the OpenAI HTTP protocol
   (vLLM, SGLang, llama.cpp, hosted APIs), with `--server URL`;
 - a scripted fake for the tests that check the runner's plumbing (`tests/fake_model.py`).
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterator, Protocol, Sequence
 
-from equita.runners.errors import ModelError
-from equita.runners.requests import Request
-from equita.runners.sources import EMBEDDED, cache_root, shareable
+from ..errors import ModelError
+from ..requests import Request
+from .sources import EMBEDDED, cache_root, shareable
 
 __all__ = ["EMBEDDED", "Model", "ModelError", "ModelInfo", "cache_root", "load_model", "shareable"]
 
@@ -71,9 +71,9 @@ def load_model(
     """The backend for `name`: a server model when `server` holds its settings (url, api_key_env,
     tokenizer, concurrency, timeout), else the model loaded in this process."""
     if server is not None:
-        from equita.runners.server import connect
+        from .server import connect
 
         return connect(name, revision=revision, **server)
-    from equita.runners.hf import load_transformers
+    from .hf import load_transformers
 
     return load_transformers(name, revision, device, dtype, trust_remote_code)

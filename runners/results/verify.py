@@ -25,13 +25,13 @@ from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
-from equita.runners import data
-from equita.runners.cache import misfit, request_key
-from equita.runners.requests import Loglikelihood
-from equita.runners import results as results_contract
-from equita.runners.results import ResultsError, load_results, validate_results
-from equita.runners.run import limited, load_metric, strict
-from equita.runners.tasks import EVAL_TASKS
+from .. import data
+from ..cache import misfit, request_key
+from ..requests import Loglikelihood
+from . import contract as results_contract
+from .contract import ResultsError, load_results, validate_results
+from ..run import limited, load_metric, strict
+from ..tasks import EVAL_TASKS
 
 VERIFIED, MISMATCH, NOT_VERIFIABLE, NOT_COMPUTED = "verified", "mismatch", "not verifiable", "not computed"
 SAMPLE_FIELDS = ("id", "prompt", "prompt_sha256", "response", "metric_input")

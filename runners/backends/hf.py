@@ -1,13 +1,13 @@
 """The `transformers` backend: a causal LM loaded in this process, answering requests in batches.
 
-Generation is continuously batched (`equita.runners.batching`): a row whose answer ends takes
+Generation is continuously batched (`equita.runners.backends.batching`): a row whose answer ends takes
 the next request at once. Models whose cache cannot be spliced fall back to fixed batches
 through `model.generate`, sorted longest first, so an out-of-memory error shows on the first
 batch. Out of memory, a batch is halved until one request alone does not fit, which is then
 reported as a model that does not fit. `--batch-size auto` measures the cost per row of the
 first passes and doubles while it falls. A prompt start shared by all requests runs once (its
 cache is copied into each batch), and log-likelihood requests are scored as token trees
-(`equita.runners.token_tree`).
+(`equita.runners.backends.token_tree`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from equita.builders.common import sha256_file
-from equita.runners.batching import BatchSize, ContinuousBatch, cache_is_splicable, free_memory
-from equita.runners.errors import ModelError
-from equita.runners.models import ModelInfo
-from equita.runners.requests import Generate, Loglikelihood, Request, continuation_ids, prompt_ids, render_prompt
-from equita.runners.sources import EMBEDDED, convert_gguf, embedded_gguf, folder_fingerprint, shareable
-from equita.runners.token_tree import token_tree
+from ...builders.common import sha256_file
+from ..errors import ModelError
+from ..requests import Generate, Loglikelihood, Request, continuation_ids, prompt_ids, render_prompt
+from .batching import BatchSize, ContinuousBatch, cache_is_splicable, free_memory
+from .models import ModelInfo
+from .sources import EMBEDDED, convert_gguf, embedded_gguf, folder_fingerprint, shareable
+from .token_tree import token_tree
 
 # A common prompt start shorter than this is recomputed per row: copying its cache costs more.
 MIN_SHARED_PREFIX = 8
@@ -235,7 +235,7 @@ class TransformersModel:
         Responses: {"text": ...} for `Generate`; {"logprobs": [...], "greedy": [...]} (one
         entry per continuation) for `Loglikelihood`. The caller saves each batch as it comes,
         which is what makes a run resumable. `batch_size`: rows per forward pass, or "auto"
-        (measured, see `equita.runners.batching`). `stats`, when given, receives the batch size
+        (measured, see `equita.runners.backends.batching`). `stats`, when given, receives the batch size
         used and, for generation, the decoding counts (slot utilisation).
         """
         if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
@@ -313,7 +313,7 @@ class TransformersModel:
         _merge_stats(stats, {**size.as_record(), **decoding})
 
     def _generate_continuously(self, order, encoded, requests, prefix, batch_size, stats):
-        """Generation with rows replaced as they end (`equita.runners.batching.ContinuousBatch`)."""
+        """Generation with rows replaced as they end (`equita.runners.backends.batching.ContinuousBatch`)."""
         size = BatchSize(batch_size, ceiling=len(order))
         batch = ContinuousBatch(
             forward=self._forward_last,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from equita.runners.compare import holm, indistinguishable_groups, paired_difference
-from equita.runners.results import limited_tasks
-from equita.runners.tasks import Presentation, presentation
+from .compare import holm, indistinguishable_groups, paired_difference
+from .contract import limited_tasks
+from ..tasks import Presentation, presentation
 
 ALPHA = 0.05
 

@@ -1,0 +1,1 @@
+"""`equita bench`: equita against its peers, one process per timed run."""

@@ -1,0 +1,1 @@
+"""The Hugging Face Hub: publishing datasets and metrics, submitting results, the leaderboard and its site."""

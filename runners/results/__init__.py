@@ -1,0 +1,1 @@
+"""The results lifecycle: the results contract, verification, paired comparisons, rankings and reports."""
