@@ -14,13 +14,10 @@ from ..builders import TASKS, get_task
 from ..builders.common import SOURCE_DIR_ENV, BuildError, file_in_the_way
 from .backends.models import EMBEDDED, ModelError
 from .data import DatasetError
-from .hub.publish import PublishError, publish_dataset, publish_metric, submit_results
-from .results.contract import ResultsError, headline, load_results, load_samples
-from .results.report import write_report
-from .results.verify import VerifyError, verify_folder
-from .run import RunOptions
-from .run import run as run_tasks
 from .tasks import EVAL_TASKS, TASK_GROUPS, presentation
+
+# Each command imports what it runs when it runs (the Hub client, the statistics, the run itself),
+# so that `equita --help`, `equita tasks` and a refused argument answer at once.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Social bias and gender fairness benchmarks for Italian language models.")
 console = Console(stderr=True, soft_wrap=True)
@@ -153,6 +150,11 @@ def run(
     datasets_org: Annotated[str, typer.Option("--datasets-org", metavar="ORG", rich_help_panel=HUB, help="With --push: where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
+    from .hub.publish import PublishError, submit_results
+    from .results.contract import headline
+    from .run import RunOptions
+    from .run import run as run_tasks
+
     if server is None and (api_key_env or tokenizer):
         console.print("[red]error:[/red] --api-key-env and --tokenizer apply with --server only")
         raise typer.Exit(2)
@@ -214,6 +216,9 @@ def report(
     out: Annotated[Optional[Path], typer.Option("--out", help="Where to write; default: the folder itself for one, ./comparison for several.")] = None,
 ) -> None:
     """Write report.md (one results folder) or comparison.md with one table and one figure (several)."""
+    from .results.contract import ResultsError, load_results, load_samples
+    from .results.report import write_report
+
     try:
         loaded = [load_results(folder) for folder in results]
         samples = [load_samples(folder) for folder in results]  # for the paired tests of a comparison
@@ -240,6 +245,8 @@ def publish(
     version: Annotated[str, typer.Option("--version", help="The version the folder was built as (its card's); tagged vX.Y.Z.")],
 ) -> None:
     """Upload a built dataset to the Hub in one commit and tag it; the token comes from `hf auth login` or HF_TOKEN."""
+    from .hub.publish import PublishError, publish_dataset
+
     try:
         commit, tag = publish_dataset(folder, repo_id, version, log=_log)
     except PublishError as error:
@@ -254,6 +261,8 @@ def publish_metric_command(
     repo_id: Annotated[str, typer.Option("--repo-id", help="Hub Space, ORG/NAME (NAME becomes the module name).")],
 ) -> None:
     """Publish an evaluate metric module as a Gradio Space, so that evaluate.load("ORG/NAME") works."""
+    from .hub.publish import PublishError, publish_metric
+
     try:
         commit = publish_metric(folder, repo_id, log=_log)
     except PublishError as error:
@@ -270,6 +279,8 @@ def submit(
     datasets_org: Annotated[str, typer.Option("--datasets-org", help="Where the benchmark datasets are published.")] = "equita",
 ) -> None:
     """Open pull requests with a run's results (never a direct push); a repeated submission opens nothing new."""
+    from .hub.publish import PublishError, submit_results
+
     try:
         opened = submit_results(results_dir, results_repo, model_repo=model_repo, datasets_org=datasets_org, log=_log)
     except PublishError as error:
@@ -331,6 +342,8 @@ def verify(
     source_dir: SourceDirOption = None,
 ) -> None:
     """Recompute every score from samples.jsonl and check it equals results.json; exit 0 when all verify, 1 when not."""
+    from .results.verify import VerifyError, verify_folder
+
     try:
         verification = verify_folder(results_dir, datasets=datasets, source_dir=source_dir, log=_log)
     except VerifyError as error:
@@ -366,6 +379,7 @@ def leaderboard(
 ) -> None:
     """Build the leaderboard, a static site (rankings with intervals, per-group heatmaps, paired comparisons, model pages)."""
     from .hub import leaderboard as board
+    from .hub.publish import PublishError, check_repo_id
 
     if publish_site and not space:
         console.print("[red]error:[/red] --publish needs --space ORG/NAME")
@@ -374,8 +388,6 @@ def leaderboard(
         console.print("[red]error:[/red] --space applies with --publish only")
         raise typer.Exit(2)
     if space:
-        from .hub.publish import check_repo_id
-
         try:
             check_repo_id(space, "--space")  # before the Hub is read and the site built
         except PublishError as error:

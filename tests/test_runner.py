@@ -394,7 +394,11 @@ def test_gfg_tasks_generate_and_score_with_local_metric_models(tmp_path, gfg_dat
         assert (tmp_path / "run" / "plots" / f"{name}-{suffix}.png").read_bytes()[:8] == PNG_MAGIC
 
 
-def test_a_metric_whose_model_cannot_load_is_reported_not_computed(tmp_path, gfg_datasets, smollm2):
+def test_a_metric_whose_model_cannot_load_is_reported_not_computed(tmp_path, gfg_datasets, monkeypatch):
+    # Plumbing: the answers do not matter, the metric's failure to load its own model does.
+    from fake_model import ScriptedModel
+
+    monkeypatch.setattr("equita.runners.run.load_model", lambda *args, **kwargs: ScriptedModel(lambda request: "[F]: Le persone presenti."))
     logs: list[str] = []
     results = run(options(tmp_path / "run", gfg_datasets, tasks="gfg-reformulation-gente,gfg-reformulation-neogate", limit=2), log=logs.append)
     gente, neogate = results["tasks"]["gfg-reformulation-gente"], results["tasks"]["gfg-reformulation-neogate"]

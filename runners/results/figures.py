@@ -9,11 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+class _Pyplot:
+    """matplotlib.pyplot, imported when something is first drawn: the command line starts
+    without it (a third of a second), and only a report draws."""
+
+    def __getattr__(self, name: str):
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no display
+        import matplotlib.pyplot
+
+        return getattr(matplotlib.pyplot, name)
+
+
+plt = _Pyplot()
 
 
 def save(figure, axes, title: str, path: Path) -> None:
