@@ -23,8 +23,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 # Under pytest-xdist the workers share the cores: each (and every process it starts: the CLI,
-# bench workers, servers) computes on its share of them instead of every one fighting for all.
-# On 2 cores and 2 workers this took the suite from about 8.5 to about 4.7 minutes.
+# bench workers, servers) computes on its share of them, at least one thread, instead of every
+# one spinning threads on all of them.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     threads = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
