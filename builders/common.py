@@ -23,13 +23,16 @@ import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
 import requests
 import yaml
-from datasets import Features
+
+if TYPE_CHECKING:  # the schema type only: `datasets` loads when a build writes parquet
+    from datasets import Features
 
 SOURCE_DIR_ENV = "EQUITA_SOURCE_DIR"
 CACHE_DIR_ENV = "EQUITA_CACHE_DIR"

@@ -9,11 +9,14 @@ before the input, which is appended as is.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets import Features, Sequence, Value
+if TYPE_CHECKING:
+    from datasets import Features
 
 from .common import (
     SOURCE_DIR_ENV,
@@ -74,23 +77,29 @@ CONFIGS = (
     "translation-neogate",
 )
 
-FEATURES = Features(
-    {
-        "id": Value("string"),
-        "task": Value("string"),  # detection, reformulation, translation
-        "corpus": Value("string"),  # neogate, gente, gflit
-        "source_id": Value("string"),  # GATE-ID, GeNTE ID, GFL-it id_text
-        "set": Value("string"),  # GeNTE Set-G / Set-N, else ""
-        "input": Value("string"),  # the text the prompt ends with
-        "prompt": Value("string"),
-        "gold_expressions": Sequence(Value("string")),  # detection: the gendered expressions ([] = none)
-        "annotation": Value("string"),  # Neo-GATE ANNOTATION (scored by metrics/neogate), else ""
-        "expected_label": Value("string"),  # neutral / gendered (metrics/gente_neutrality), else ""
-        "references": Sequence(Value("string")),  # reference outputs, for reading
-        "max_new_tokens": Value("int32"),
-        "stop": Sequence(Value("string")),
-    }
-)
+
+@functools.cache
+def features() -> Features:
+    """The configs' schema, built when a build writes parquet (`datasets` takes most of a second to import)."""
+    from datasets import Features, Sequence, Value
+
+    return Features(
+        {
+            "id": Value("string"),
+            "task": Value("string"),  # detection, reformulation, translation
+            "corpus": Value("string"),  # neogate, gente, gflit
+            "source_id": Value("string"),  # GATE-ID, GeNTE ID, GFL-it id_text
+            "set": Value("string"),  # GeNTE Set-G / Set-N, else ""
+            "input": Value("string"),  # the text the prompt ends with
+            "prompt": Value("string"),
+            "gold_expressions": Sequence(Value("string")),  # detection: the gendered expressions ([] = none)
+            "annotation": Value("string"),  # Neo-GATE ANNOTATION (scored by metrics/neogate), else ""
+            "expected_label": Value("string"),  # neutral / gendered (metrics/gente_neutrality), else ""
+            "references": Sequence(Value("string")),  # reference outputs, for reading
+            "max_new_tokens": Value("int32"),
+            "stop": Sequence(Value("string")),
+        }
+    )
 
 FIELD_NOTES = {
     "id": "`<config>-<row, 4 digits>`",
@@ -369,7 +378,7 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, gfl_it
     gflit = load_gflit(Path(gfl_it)) if gfl_it is not None else None
     by_config = build_rows(neogate, gente, gflit, prompts_dir)
     default = "detection-neogate"
-    files, infos, configs = config_files([(name, rows, FEATURES) for name, rows in by_config.items()], default=default)
+    files, infos, configs = config_files([(name, rows, features()) for name, rows in by_config.items()], default=default)
     header = {
         "pretty_name": "Gender-Fair Generation (CALAMITA 2024)",
         "language": ["it", "en"],
@@ -398,7 +407,7 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, gfl_it
         missing=[c for c in CONFIGS if c not in by_config],
         gente_partial=gente_partial,
         sources=sources,
-        fields=[(name, getattr(feature, "dtype", "list of string"), FIELD_NOTES[name]) for name, feature in FEATURES.items()],
+        fields=[(name, getattr(feature, "dtype", "list of string"), FIELD_NOTES[name]) for name, feature in features().items()],
         max_new_tokens=MAX_NEW_TOKENS,
         example=json.dumps({k: v for k, v in by_config[default][1].items() if k != "prompt"}, ensure_ascii=False, indent=2),
         example_prompt=by_config[default][1]["prompt"],

@@ -15,14 +15,17 @@ one parquet config per subdataset plus `all`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets import Features, Value
+if TYPE_CHECKING:
+    from datasets import Features
 
 from .common import (
     BuildError,
@@ -89,32 +92,38 @@ KNOWN_PLACEHOLDERS = {"input", "art_input", "di_input"}
 # P-AT writes instructions that embed the input with these two placeholders.
 PAT_INPUT, PAT_POSSESSIVE = "X", "POSSESSIVE"
 
-FEATURES = Features(
-    {
-        "id": Value("string"),
-        "subdataset": Value("string"),
-        "group": Value("string"),
-        "domain": Value("string"),
-        "instruction_id": Value("int32"),
-        "instruction": Value("string"),
-        "input": Value("string"),
-        "input_in_instruction": Value("bool"),
-        "target_set": Value("string"),
-        "target_category": Value("string"),
-        "target_label": Value("string"),
-        "stereotype": Value("string"),
-        "anti_stereotype": Value("string"),
-        "pat_index": Value("int32"),
-        "pat_instruction": Value("string"),
-        "pat_input": Value("string"),
-        "system_prompt": Value("string"),
-        "prompt": Value("string"),
-        "oneshot_prompt": Value("string"),
-        "oneshot_stereotype": Value("string"),
-        "oneshot_anti_stereotype": Value("string"),
-        "oneshot_example": Value("string"),
-    }
-)
+
+@functools.cache
+def features() -> Features:
+    """The configs' schema, built when a build writes parquet (`datasets` takes most of a second to import)."""
+    from datasets import Features, Value
+
+    return Features(
+        {
+            "id": Value("string"),
+            "subdataset": Value("string"),
+            "group": Value("string"),
+            "domain": Value("string"),
+            "instruction_id": Value("int32"),
+            "instruction": Value("string"),
+            "input": Value("string"),
+            "input_in_instruction": Value("bool"),
+            "target_set": Value("string"),
+            "target_category": Value("string"),
+            "target_label": Value("string"),
+            "stereotype": Value("string"),
+            "anti_stereotype": Value("string"),
+            "pat_index": Value("int32"),
+            "pat_instruction": Value("string"),
+            "pat_input": Value("string"),
+            "system_prompt": Value("string"),
+            "prompt": Value("string"),
+            "oneshot_prompt": Value("string"),
+            "oneshot_stereotype": Value("string"),
+            "oneshot_anti_stereotype": Value("string"),
+            "oneshot_example": Value("string"),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -448,7 +457,7 @@ def build(
     by_subdataset = build_rows(load_pat(pat_path), tables, pat_file=str(pat_path))
 
     all_rows = [row for rows in by_subdataset.values() for row in rows]
-    files, infos, configs = config_files([(name, rows, FEATURES) for name, rows in [("all", all_rows), *by_subdataset.items()]], default="all")
+    files, infos, configs = config_files([(name, rows, features()) for name, rows in [("all", all_rows), *by_subdataset.items()]], default="all")
     header = {
         "pretty_name": "ItaP-AT",
         "language": ["it"],
@@ -487,7 +496,7 @@ def build(
         total=len(all_rows),
         subdatasets=summary,
         instructions=tables.instructions,
-        features=FEATURES,
+        features=features(),
         pat=PAT_SOURCE,
         system_prompt=SYSTEM_PROMPT,
         prompt_template=PROMPT_TEMPLATE,

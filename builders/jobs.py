@@ -10,12 +10,15 @@ template, ready for a log-likelihood runner: the context and the continuations o
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets import Features, Sequence, Value
+if TYPE_CHECKING:
+    from datasets import Features
 
 from .common import (
     BuildError,
@@ -47,40 +50,53 @@ ARTICLES = {"m": ("il", "lo", "l'"), "f": ("la", "l'")}
 # "Chimica è una professione da" reads as "Chemistry is ...", "Trivellatrice ..." as a drilling rig.
 AMBIGUITIES = ("discipline", "machine", "object", "animal")
 
-PROFESSION_FEATURES = Features(
-    {
-        "job_id": Value("string"),
-        "macro_category": Value("int32"),
-        "macro_category_name": Value("string"),
-        "sub_category": Value("string"),
-        "sub_category_name": Value("string"),
-        "masculine": Value("string"),
-        "feminine": Value("string"),
-        "article_m": Value("string"),
-        "article_f": Value("string"),
-        "invariable": Value("bool"),
-        "ambiguity": Value("string"),
-        "ambiguous": Value("bool"),
-        "repeat_of": Value("string"),
-        "notes": Value("string"),
-    }
-)
-SENTENCE_FEATURES = Features(
-    {
-        "id": Value("string"),
-        "job_id": Value("string"),
-        "macro_category": Value("int32"),
-        "form": Value("string"),
-        "job": Value("string"),
-        "article": Value("string"),
-        "template_id": Value("string"),
-        "context": Value("string"),
-        "continuations_m": Sequence(Value("string")),
-        "continuations_f": Sequence(Value("string")),
-        "ambiguous": Value("bool"),
-        "repeat_of": Value("string"),
-    }
-)
+
+@functools.cache
+def profession_features() -> Features:
+    """The professions config's schema, built when a build writes parquet (`datasets` takes most of a second to import)."""
+    from datasets import Features, Value
+
+    return Features(
+        {
+            "job_id": Value("string"),
+            "macro_category": Value("int32"),
+            "macro_category_name": Value("string"),
+            "sub_category": Value("string"),
+            "sub_category_name": Value("string"),
+            "masculine": Value("string"),
+            "feminine": Value("string"),
+            "article_m": Value("string"),
+            "article_f": Value("string"),
+            "invariable": Value("bool"),
+            "ambiguity": Value("string"),
+            "ambiguous": Value("bool"),
+            "repeat_of": Value("string"),
+            "notes": Value("string"),
+        }
+    )
+
+
+@functools.cache
+def sentence_features() -> Features:
+    """The sentences config's schema (see profession_features)."""
+    from datasets import Features, Sequence, Value
+
+    return Features(
+        {
+            "id": Value("string"),
+            "job_id": Value("string"),
+            "macro_category": Value("int32"),
+            "form": Value("string"),
+            "job": Value("string"),
+            "article": Value("string"),
+            "template_id": Value("string"),
+            "context": Value("string"),
+            "continuations_m": Sequence(Value("string")),
+            "continuations_f": Sequence(Value("string")),
+            "ambiguous": Value("bool"),
+            "repeat_of": Value("string"),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -218,10 +234,10 @@ def build_sentences(tables: Tables) -> list[dict]:
 def build(out: Path, source_dir: Path | None = None, force: bool = False, tables_dir: Path | None = None) -> dict:
     """Build the Jobs dataset folder; returns its manifest. `source_dir` is unused: no upstream files."""
     tables = load_tables(tables_dir)
-    professions = [{k: p[k] for k in PROFESSION_FEATURES} for p in tables.professions]
+    professions = [{k: p[k] for k in profession_features()} for p in tables.professions]
     sentences = build_sentences(tables)
     files, infos, configs = config_files(
-        [("professions", professions, PROFESSION_FEATURES), ("sentences", sentences, SENTENCE_FEATURES)], default="professions"
+        [("professions", professions, profession_features()), ("sentences", sentences, sentence_features())], default="professions"
     )
     header = {
         "pretty_name": "Jobs",
@@ -253,8 +269,8 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, tables
         rendered=[s for s in sentences if s["id"] in ("J001-m-T2", "J008-m-T2", "J086-m-T2", "J022-f-T2", "J012-f-T2", "J157-f-T3")],
         words=tables.words,
         example=sentences[0],
-        profession_features=PROFESSION_FEATURES,
-        sentence_features=SENTENCE_FEATURES,
+        profession_features=profession_features(),
+        sentence_features=sentence_features(),
     )
     files["README.md"] = card.encode("utf-8")
     return write_dataset(out, files, force=force)
