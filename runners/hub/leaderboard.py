@@ -336,29 +336,19 @@ def standings_data(rankings: list[TaskRanking], ids: dict) -> list[dict]:
     return data
 
 
-def overview(rankings: list[TaskRanking], task_pages: list[dict], models: list[dict]) -> list[dict]:
+def overview(rankings: list[TaskRanking], models: list[dict]) -> list[dict]:
     """The index's table: every model ranked on at least one task, one cell per task ranking.
 
-    A cell holds the headline, its interval and the rank; a model listed but not ranked on a
-    task (a quick look, unreadable answers) shows its value with the mark instead of a rank, and
-    a task it was not run on is empty. Rows come in the order of their best rank.
+    A cell is the model page's line for that ranking (headline, interval, rank, task page); a
+    model listed but not ranked there shows its value without a rank, and a task it was not run
+    on is empty. Rows come in the order of their best rank.
     """
     rows = []
     for model in models:
-        cells, ranks = [], []
-        for ranking, task_page in zip(rankings, task_pages):
-            standing = next((s for s in ranking.standings if s.entry is model["entry"]), None)
-            if standing is None:
-                cells.append(None)
-                continue
-            p = ranking.presentation
-            cells.append({"value": _format(standing.value, p), "low": _format(standing.low, p), "high": _format(standing.high, p),
-                          "interval": standing.low is not None and standing.high is not None, "rank": standing.rank,
-                          "group": standing.letters, "marks": standing.marks, "page": task_page["page"]})  # fmt: skip
-            if standing.rank is not None:
-                ranks.append(standing.rank)
+        by_ranking = {id(line["ranking"]): line for line in model["lines"]}
+        ranks = [line["standing"].rank for line in model["lines"] if line["standing"].rank is not None]
         if ranks:
-            rows.append({"model": model, "cells": cells, "best": min(ranks), "ranked": len(ranks)})
+            rows.append({"model": model, "cells": [by_ranking.get(id(ranking)) for ranking in rankings], "best": min(ranks), "ranked": len(ranks)})
     rows.sort(key=lambda row: (row["best"], -row["ranked"], row["model"]["entry"].label))
     return rows
 
@@ -420,8 +410,8 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
                               "low": _format(standing.low, ranking.presentation), "high": _format(standing.high, ranking.presentation),
                               "bar": _bar(standing.value, standing.low, standing.high, ranking.presentation), "of": len(ranking.standings)})  # fmt: skip
         pages.append(Page(page, "model.html.j2", {"entry": entry, "lines": lines, "files": files}))
-        models.append({"entry": entry, "page": page, "tasks": len(lines)})
-    pages.append(Page("index.html", "index.html.j2", {"tasks": task_pages, "models": models, "overview": overview(rankings, task_pages, models)}))
+        models.append({"entry": entry, "page": page, "tasks": len(lines), "lines": lines})
+    pages.append(Page("index.html", "index.html.j2", {"tasks": task_pages, "models": models, "overview": overview(rankings, models)}))
     # The standings as data, for anyone who cites or re-plots them (the pages show the same numbers).
     (out / STANDINGS).write_text(json.dumps(standings_data(rankings, ids), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     context = {"title": title, "pages": {"tasks": task_pages, "models": models}, "equita": metadata.version("equita"), "standings": STANDINGS}
