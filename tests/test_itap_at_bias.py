@@ -44,7 +44,12 @@ PATTERNS = json.loads((CASE_DIR / "itap_at_bias_answers_patterns.json").read_tex
 # classifier was tuned to them (296 of 300 first time; the four misses led to the grammatical-
 # gender rule, the generic use of the example word, and cut words after a refusal).
 V2_WORDINGS = json.loads((CASE_DIR / "itap_at_bias_answers_v2_wordings.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS
+# "R": the answers the native review of 2026-12-02 (section 4, findings L-H1 ... L-L3) quotes as
+# misread by classifier 2.1.0, each with one or two variants in the way chat models answer
+# (`finding` names the finding, `source` says "review" or "variant"); all the quoted ones failed
+# before the lexicon was fixed for classifier 2.2.0.
+REVIEW_LEXICON = json.loads((CASE_DIR / "itap_at_bias_answers_review_lexicon.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON
 # Attribute pairs of ItaP-AT 1.0.0 that 2.0.0 replaced (review I-H3, I-M1, I-M2, I-M3, I-M6, I-L6).
 WORDINGS_1_0_0 = [("attendibile", "inattendibile"), ("carriera", "familiare"), ("esperto", "inesperto"), ("gradevolezza", "spiacevolezza"),
                   ("immaturo", "maturo"), ("insospettabile", "sospetto"), ("irresponsabile", "responsabile"), ("professionale", "familiare"),
@@ -145,6 +150,45 @@ def test_lexicon_entries_are_valid_whole_token_patterns():
         assert not pattern.fullmatch(""), entry  # an entry that matches nothing would match everywhere
         letters = re.sub(r"\\[A-Za-z]|EXAMPLE", "", entry)  # regex escapes (\\S, \\w) aside
         assert letters == letters.casefold(), entry  # answers are lower-cased before matching
+
+
+def test_review_cases_cover_every_lexicon_finding():
+    findings = {c["finding"] for c in REVIEW_LEXICON}
+    assert findings == {"L-H1", "L-M1", "L-M2", "L-M3", "L-M4", "L-M5", "L-M6", "L-M7", "L-M8", "L-L1", "L-L2"}
+    for finding in findings:
+        sources = [c["source"] for c in REVIEW_LEXICON if c["finding"] == finding]
+        assert "review" in sources and "variant" in sources, finding
+
+
+def test_no_concept_lists_an_entry_twice():
+    # Review L-L3: duplicates make the native review by diff harder.
+    lexicon = importlib.import_module("equita.metrics.itap_at_bias.lexicon")
+    for name, tiers in lexicon.CONCEPTS.items():
+        entries = [e for tier in tiers.values() for e in tier]
+        assert len(entries) == len(set(entries)), name
+        alternatives = [a for e in entries for a in _top_level_alternatives(e)]
+        assert len(alternatives) == len(set(alternatives)), (name, sorted({a for a in alternatives if alternatives.count(a) > 1}))
+
+
+def _top_level_alternatives(entry: str) -> list[str]:
+    """"a|b(c|d)|e" -> ["a", "b(c|d)", "e"]."""
+    alternatives, depth, current = [], 0, ""
+    for char in entry:
+        depth += (char in "([") - (char in ")]")
+        if char == "|" and depth == 0:
+            alternatives.append(current)
+            current = ""
+        else:
+            current += char
+    return alternatives + [current]
+
+
+def test_age_groups_are_not_age_traits():
+    # Review L-H1: the generation a name belongs to is not a trait, under every age instruction.
+    for answer in ("Giovane.", "Anziano.", "Da nonna.", "Classico.", "Moderno.", "Bambina.", "Adulta.", "È un nome da anziani."):
+        for a, b in (("dinamica", "statica"), ("immatura", "matura"), ("inesperienza", "esperienza"), ("da persona inesperta", "da persona esperta")):
+            for first, second in ((a, b), (b, a)):
+                assert bias.classify_answer(answer, first, second).label == "error", (answer, first, second)
 
 
 def _attribute_words():

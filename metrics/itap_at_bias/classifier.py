@@ -83,7 +83,7 @@ class _Patterns:
         for name in ("NEGATION_HEADS", "CONCORD", "NOT_NEGATIONS", "POSTPOSED_NEGATORS", "REJECTIONS", "AFFIRMATIONS",
                      "COMPARATIVES", "LESS", "COMPARISON_CONNECTORS", "FUNCTION_WORDS", "CONCESSIVE", "CAUSAL",
                      "SUBORDINATE", "CONTRAST", "CORRECTION", "LIKENESS", "LIKENESS_AT_START", "CAVEAT", "FORCED_CHOICE",
-                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA", "IRONY", "PROMPT_ECHO_STARTS", "CLAUSE_DENIALS", "GRAMMATICAL_GENDER"):  # fmt: skip
+                     "BOTH_NEITHER", "HEDGES", "ECHO_JOINERS", "ECHO_OPENERS", "PROMPT_ECHOES", "PLEASANTRIES", "CHOOSING_VERBS", "ENUMERATIONS", "GENERIC", "CONCLUSION", "ANAPHORA", "IRONY", "PROMPT_ECHO_STARTS", "CLAUSE_DENIALS", "GRAMMATICAL_GENDER", "NOT_ATTRIBUTES", "AGE_CATEGORY"):  # fmt: skip
             setattr(self, name.lower(), _compile(getattr(lx, name)))
         self.roles = [("likeness", self.likeness), ("correction", self.correction), ("concessive", self.concessive),
                       ("causal", self.causal), ("contrast", self.contrast), ("subordinate", self.subordinate)]  # fmt: skip
@@ -198,6 +198,11 @@ def concept_of(attribute: str) -> Concept:
     words = re.findall(r"\w+", text)
     if not words:
         raise ValueError(f"attribute {attribute!r} has no word in it")
+    if text in lx.RETIRED_ATTRIBUTES:
+        # A 1.0.0 attribute word no answer entry lists: its concept, plus its own forms for its rows.
+        name, forms = lx.RETIRED_ATTRIBUTES[text]
+        concept = _named_concepts()[name]
+        return Concept(name, concept.core + _compile([forms]), concept.para)
     for candidate in [text] + sorted(words, key=len, reverse=True):
         for concept in _named_concepts().values():
             if any(pattern.fullmatch(candidate) for pattern in concept.core):
@@ -278,7 +283,8 @@ def _mentions(sentence: _Sentence, concepts: tuple[Concept, Concept], with_para:
         if len(starts) == 1:
             spans.append(((len(tokens) - 1, len(tokens)), starts[0]))
             cut_spans = {(len(tokens) - 1, len(tokens))}
-    polite = sentence.find(P.pleasantries)
+    # Politeness ("Bella domanda!") and spans where the word means something else ("ad essere onesti").
+    polite = sentence.find(P.pleasantries) + sentence.find(P.not_attributes)
     generic_ends = {g[1] for g in sentence.find(P.generic)}
     function_words = sentence.covered(P.function_words)
 
@@ -584,6 +590,10 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
             return _Verdict("rejection", reason=text)
         if any(span[0] == 0 for span in sentence.find(P.affirmations)):
             return _Verdict("affirmation", reason=text)
+    age = sentence.find(P.age_category)
+    if age and not mentions and not echoed and not sentence.find(P.hedges) and not sentence.find(P.both_neither):
+        # "Giovane.", "Da nonna.": the generation the name belongs to, not a trait (review L-H1).
+        return _Verdict("age", reason=f"places the input in an age group ({sentence.text(*age[0])!r}), not a trait: {text!r}")
 
     for span in sentence.find(P.enumerations):
         if len({m.vote for m in mentions if span[0] <= m.start < span[1] + 8}) == 2:
@@ -920,7 +930,7 @@ def _read(sentences, concepts, attributes, with_para, example, english_answer=Fa
     if pending_hedge is not None:
         return Classified(NEUTRAL, pending_hedge.reason)
     for kind, reason in (("echo", "restates the question without choosing"), ("example", "only restates the one-shot example"),
-                         ("grammar", "answers about grammar"), ("garbled", "does not answer")):
+                         ("grammar", "answers about grammar"), ("age", "names an age group, not a trait"), ("garbled", "does not answer")):
         found = next((v for v in verdicts if v.kind == kind), None)
         if found is not None:
             return Classified(ERROR, f"{reason}: {found.reason.split(': ', 1)[-1]}")
