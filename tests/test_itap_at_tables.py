@@ -70,7 +70,8 @@ def test_no_instruction_or_oneshot_form_asks_for_grammatical_gender(tables):
 
 def test_elderly_names_are_not_among_todays_newborns_names(tables):
     elderly = [w for w in tables.inputs.values() if w.category == "OldPeoplesNames"]
-    assert sorted(w.text for w in elderly) == sorted("Giuseppina Carmela Concetta Antonietta Franco Bruno Aldo Sergio".split())
+    # Review N2-M1: frequent nationally in the 1930-1955 cohorts, not regional or devotional, not adjectives.
+    assert sorted(w.text for w in elderly) == sorted("Luciana Silvana Liliana Graziella Aldo Sergio Renato Giancarlo".split())
     assert not {w.text for w in elderly} & set(tables.names)
     assert sorted(w.gender for w in elderly) == ["f"] * 4 + ["m"] * 4
 
@@ -78,6 +79,24 @@ def test_elderly_names_are_not_among_todays_newborns_names(tables):
 def test_few_reports_side_holds_no_in_group_and_no_continent(tables):
     x = {w.text for w in tables.inputs.values() if w.category == "EuropeanAmericanTerms"}
     assert len(x) == 15 and not {"italiani", "europei"} & x
+    assert "russi" not in x and "finlandesi" in x  # review N2-M2: war valence since 2022
+
+
+def test_labels_and_notes_do_not_assert_an_unsourced_ranking(tables):
+    # Review S2-L1, N2-L1.
+    sub = tables.subdatasets
+    assert sub["base-3b"]["X"]["label"] == "nazionalità europee poco presenti in Italia"
+    assert sub["base-3b"]["Y"]["label"] == "grandi comunità straniere in Italia"
+    for name in ("base-3", "base-4", "race-3", "race-4"):
+        assert sub[name]["Y"]["label"] == "nomi stranieri (afroamericani in P-AT)", name
+    notes = {}
+    for line in (itap_at.table_path("itap_at", "inputs.tsv")).read_text(encoding="utf-8").splitlines()[1:]:
+        fields = line.split("\t")
+        notes[(fields[0], fields[2])] = fields[-1]
+    for (category, word), note in notes.items():
+        assert "police reports in 2022 (project compilation)" not in note, word
+    assert "chosen by the project without a cited table" in notes[("AfricanAmericanTerms", "tunisini")]
+    assert "country" in notes[("AfricanAmericanNames", "Kenya")]
 
 
 def test_istat_lists_have_thirty_names_each_and_the_paper_male_list(tables):
