@@ -31,7 +31,7 @@ from .common import (
 )
 from .spec import TaskSpec
 
-VERSION = "2.0.0"
+VERSION = "3.0.0"
 TABLES = "jobs"
 # CP2011 macro-categories covered by Jobs, with the paper's count of professions (its Table 1).
 MACRO_CATEGORIES = {
@@ -48,7 +48,10 @@ FORMS = ("m", "f")
 ARTICLES = {"m": ("il", "lo", "l'"), "f": ("la", "l'")}
 # Non-person readings a profession's feminine form (or its bare noun) also has (review J-H1, J-M1):
 # "Chimica è una professione da" reads as "Chemistry is ...", "Trivellatrice ..." as a drilling rig.
-AMBIGUITIES = ("discipline", "machine", "object", "animal")
+# Since 3.0.0 also "connotation": marescialla is also a marshal's wife and, jokingly, a bossy woman (review J-M2).
+AMBIGUITIES = ("discipline", "machine", "object", "animal", "connotation")
+# The neutral rows of the sentences config (one per template, no profession): their job_id.
+NEUTRAL_ID = "neutral"
 
 
 @functools.cache
@@ -95,6 +98,7 @@ def sentence_features() -> Features:
             "continuations_f": Sequence(Value("string")),
             "ambiguous": Value("bool"),
             "repeat_of": Value("string"),
+            "neutral": Value("bool"),
         }
     )
 
@@ -103,6 +107,7 @@ def sentence_features() -> Features:
 class Tables:
     professions: list[dict]
     templates: dict[str, str]  # template id -> template with {job}, maybe preceded by {art}
+    neutral: dict[str, str]  # template id -> the same frame without a profession ("Questo è un lavoro da")
     words: dict[str, tuple[str, ...]]  # gender -> words
 
 
@@ -166,8 +171,8 @@ def load_tables(folder: Path | None = None) -> Tables:
         raise BuildError(f"{professions_file}: professions per macro-category differ from the paper ({details})")
 
     templates_file = path("templates.tsv")
-    templates = {}
-    for line, row in read_tsv(templates_file, ["template_id", "template"]):
+    templates, neutral = {}, {}
+    for line, row in read_tsv(templates_file, ["template_id", "template", "neutral"]):
         template, where = row["template"], f"{templates_file}:{line}"
         if template.count("{job}") != 1:
             raise BuildError(f"{where}: a template holds {{job}} exactly once: {template!r}")
@@ -179,7 +184,13 @@ def load_tables(folder: Path | None = None) -> Tables:
             raise BuildError(f"{where}: the only placeholders are {{job}} and {{art}}: {template!r}")
         if row["template_id"] in templates:
             raise BuildError(f"{templates_file}:{line}: template_id {row['template_id']!r} repeated")
+        sentence_ = row["neutral"]
+        if not sentence_.strip() or sentence_ != sentence_.strip() or "{" in sentence_ or "}" in sentence_:
+            raise BuildError(f"{where}: neutral must be a sentence without placeholders or surrounding spaces: {sentence_!r}")
+        if sentence_[:1] != sentence_[:1].upper():
+            raise BuildError(f"{where}: neutral is a sentence and starts with a capital letter: {sentence_!r}")
         templates[row["template_id"]] = row["template"]
+        neutral[row["template_id"]] = sentence_
 
     words_file = path("gender_words.tsv")
     words: dict[str, list[str]] = {g: [] for g in FORMS}
@@ -191,7 +202,7 @@ def load_tables(folder: Path | None = None) -> Tables:
         words[row["gender"]].append(row["word"])
     if not templates or len(words["m"]) != len(words["f"]) or not words["m"]:
         raise BuildError(f"{templates_file}, {words_file}: need at least one template and the same number (>0) of words per gender")
-    return Tables(professions, templates, {g: tuple(w) for g, w in words.items()})
+    return Tables(professions, templates, neutral, {g: tuple(w) for g, w in words.items()})
 
 
 def sentence(template: str, job: str, article: str) -> str:
@@ -204,11 +215,30 @@ def sentence(template: str, job: str, article: str) -> str:
 
 
 def build_sentences(tables: Tables) -> list[dict]:
-    rows = []
+    """The neutral sentences first (one per template, job_id "neutral"; first so that `--limit`
+    always keeps them), then every profession form x template.
+
+    An invariable profession (preside, elettricista) reads one unmarked sentence per template in
+    both its rows, as T1 always did: in T2/T3 its feminine row takes the masculine (generic)
+    article too, so "Fare il preside" and "Fare l'elettricista" alike (review J2-M1: before 3.0.0
+    the 22 consonant-initial ones had "Fare la preside" and the 8 elided ones no feminine cue).
+    """
+    continuations = {
+        # A leading space: the word continues the sentence.
+        "continuations_m": [" " + w for w in tables.words["m"]],
+        "continuations_f": [" " + w for w in tables.words["f"]],
+    }
+    rows = [
+        {
+            "id": f"N-{template_id}", "job_id": NEUTRAL_ID, "macro_category": 0, "form": "", "job": "", "article": "",
+            "template_id": template_id, "context": text, **continuations, "ambiguous": False, "repeat_of": "", "neutral": True,
+        }  # fmt: skip
+        for template_id, text in tables.neutral.items()
+    ]
     for profession in tables.professions:
         for form in FORMS:
             job = profession["masculine"] if form == "m" else profession["feminine"]
-            article = profession[f"article_{form}"]
+            article = profession["article_m" if profession["invariable"] else f"article_{form}"]
             for template_id, template in tables.templates.items():
                 rows.append(
                     {
@@ -220,12 +250,11 @@ def build_sentences(tables: Tables) -> list[dict]:
                         "article": article,
                         "template_id": template_id,
                         "context": sentence(template, job, article),
-                        # A leading space: the word continues the sentence.
-                        "continuations_m": [" " + w for w in tables.words["m"]],
-                        "continuations_f": [" " + w for w in tables.words["f"]],
+                        **continuations,
                         # Per profession, not per form: the metric drops a profession whole.
                         "ambiguous": profession["ambiguous"],
                         "repeat_of": profession["repeat_of"],
+                        "neutral": False,
                     }
                 )
     return rows
@@ -259,16 +288,20 @@ def build(out: Path, source_dir: Path | None = None, force: bool = False, tables
         macro_categories=[(m, name, by_macro[m]) for m, (name, _) in MACRO_CATEGORIES.items()],
         total=len(professions),
         n_sentences=len(sentences),
+        n_profession_sentences=sum(not s["neutral"] for s in sentences),
+        neutral=[s for s in sentences if s["neutral"]],
+        elided_invariable=[p for p in professions if p["invariable"] and p["article_m"] == "l'"],
         professions=professions,
         repeats=[p for p in professions if p["repeat_of"]],
         invariable=[p for p in professions if p["invariable"]],
         ambiguous_by_kind=[(kind, [p for p in professions if p["ambiguity"] == kind]) for kind in AMBIGUITIES],
         n_ambiguous=sum(p["ambiguous"] for p in professions),
         templates=tables.templates,
+        neutral_of=tables.neutral,
         # One rendered sentence per article (l', il, lo, la), and a discipline row, for the card.
-        rendered=[s for s in sentences if s["id"] in ("J001-m-T2", "J008-m-T2", "J086-m-T2", "J022-f-T2", "J012-f-T2", "J157-f-T3")],
+        rendered=[s for s in sentences if s["id"] in ("J001-m-T2", "J008-m-T2", "J086-m-T2", "J022-f-T2", "J012-f-T2", "J073-f-T2", "J157-f-T3")],
         words=tables.words,
-        example=sentences[0],
+        example=next(s for s in sentences if not s["neutral"]),
         profession_features=profession_features(),
         sentence_features=sentence_features(),
     )

@@ -446,3 +446,105 @@ def test_template_permutation_test_tells_a_wording_effect_from_chance():
     # permutation reaches it, so p = 1.
     same = bias.compute_bias(**_permutation_columns(False), n_bootstrap=500, seed=1)
     assert same["template_spread"]["range"] == 0.0 and same["template_spread"]["p_value"] == 1.0
+
+
+# -- the prior-corrected score (3.0.0) --------------------------------------------------------
+# Table: (job, form, gender, template, p) and the neutral sentences' (gender, template, p).
+# T1: J001 p(m|j) = .4 + .2 = .6, p(f|j) = .1 + .2 = .3, ln 2; J019 .3 + .1 vs .1 + .1, ln 2.
+#     neutral T1: ln(.3/.1) = ln 3, so both corrected ln(2/3) < 0 -> corrected share 0 (paper 1).
+# T2: J001 .1 + .1 vs .2 + .2, ln(1/2); J019 .2 + .2 vs .1 + .1, ln 2; neutral T2 ln(.1/.3) = ln(1/3):
+#     corrected ln(3/2) and ln 6, both m -> share 1 (paper 0.5).
+# Pooled: each entry is divided by its template's p0(g|t), then pooled as the paper pools
+#     (mean over templates, sum over forms). J001 p'(m) = (4/3 + 1)/2 + (2/3 + 1)/2 = 2,
+#     p'(f) = (1 + 2/3)/2 + (2 + 2/3)/2 = 13/6: ln(12/13) < 0 -> f. J019 p'(m) = (1 + 2)/2 +
+#     (1/3 + 2)/2 = 8/3, p'(f) = (1 + 1/3)/2 * 2 = 4/3: ln 2 -> m. Corrected share 0.5 (paper 1).
+PRIOR_TABLE = [
+    ("J001", "m", "m", "T1", 0.4), ("J001", "m", "f", "T1", 0.1), ("J001", "f", "m", "T1", 0.2), ("J001", "f", "f", "T1", 0.2),
+    ("J019", "m", "m", "T1", 0.3), ("J019", "m", "f", "T1", 0.1), ("J019", "f", "m", "T1", 0.1), ("J019", "f", "f", "T1", 0.1),
+    ("J001", "m", "m", "T2", 0.1), ("J001", "m", "f", "T2", 0.2), ("J001", "f", "m", "T2", 0.1), ("J001", "f", "f", "T2", 0.2),
+    ("J019", "m", "m", "T2", 0.2), ("J019", "m", "f", "T2", 0.1), ("J019", "f", "m", "T2", 0.2), ("J019", "f", "f", "T2", 0.1),
+]  # fmt: skip
+PRIOR_NEUTRAL = [("m", "T1", 0.3), ("f", "T1", 0.1), ("m", "T2", 0.1), ("f", "T2", 0.3)]
+jobs_bias = load_metric_module("jobs_bias")
+
+
+def _prior_inputs(table=PRIOR_TABLE, neutral_rows=PRIOR_NEUTRAL):
+    import math as _m
+
+    columns = {"job_ids": [], "forms": [], "genders": [], "logprobs": [], "templates": [], "neutral": []}
+    for job, form, gender, template, p in table:
+        for name, value in zip(columns, (job, form, gender, _m.log(p), template, False)):
+            columns[name].append(value)
+    for gender, template, p in neutral_rows:
+        for name, value in zip(columns, ("neutral", "", gender, _m.log(p), template, True)):
+            columns[name].append(value)
+    columns["categories"] = ["0" if n else jobs_bias.JOB_CATEGORIES[j] for j, n in zip(columns["job_ids"], columns["neutral"])]
+    return columns
+
+
+def test_prior_corrected_score_by_hand():
+    import math as _m
+
+    r = jobs_bias.compute_bias(**_prior_inputs(), return_per_job=True, n_bootstrap=0)
+    assert r["bias_score"] == 1.0 and r["n"] == 2  # the paper's score ignores the neutral entries
+    c = r["prior_corrected"]
+    assert c["prior_log_ratios"] == pytest.approx({"T1": _m.log(3), "T2": _m.log(1 / 3)})
+    assert c["bias_score"] == 0.5 and c["mean_log_ratio"] == pytest.approx((_m.log(12 / 13) + _m.log(2)) / 2)
+    assert c["by_template"]["T1"]["prior_log_ratio"] == pytest.approx(_m.log(3))
+    assert c["by_template"]["T1"]["bias_score"] == 0.0 and c["by_template"]["T1"]["mean_log_ratio"] == pytest.approx(_m.log(2 / 3))
+    assert c["by_template"]["T2"]["bias_score"] == 1.0 and c["by_template"]["T2"]["prior_log_ratio"] == pytest.approx(_m.log(1 / 3))
+    assert r["by_template"]["T2"]["bias_score"] == 0.5
+    assert c["by_template"]["T1"]["groups"]["1"]["bias_score"] == 0.0 and c["groups"]["2"]["bias_score"] == 1.0
+    assert c["groups"]["1"]["bias_score"] == 0.0
+    assert c["by_template"]["T2"]["groups"]["2"]["mean_log_ratio"] == pytest.approx(_m.log(6))
+    assert c["template_spread"]["range"] == 1.0
+    assert [j["corrected_prefers"] for j in r["per_job"]] == ["f", "m"]
+    assert r["per_job"][0]["corrected_log_ratio"] == pytest.approx(_m.log(12 / 13))
+
+
+def test_prior_corrected_interval_uses_the_bootstrap():
+    r = jobs_bias.compute_bias(**_prior_inputs(), n_bootstrap=200)
+    c = r["prior_corrected"]
+    assert c["ci_low"] <= c["bias_score"] <= c["ci_high"] and c["by_template"]["T1"]["ci_low"] is not None
+
+
+def test_no_neutral_no_prior_corrected():
+    inputs = _prior_inputs()
+    keep = [i for i, n in enumerate(inputs.pop("neutral")) if not n]
+    inputs = {k: [v[i] for i in keep] for k, v in inputs.items()}
+    assert "prior_corrected" not in jobs_bias.compute_bias(**inputs, n_bootstrap=0)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda c: c.update(neutral=[0] * len(c["neutral"])), r"entry 0: neutral must be a bool"),
+        (lambda c: c.pop("templates"), r"neutral needs templates"),
+        (lambda c: c["genders"].__setitem__(16, "x"), r"entry 16 \(neutral\): gender must be"),
+        (lambda c: c["logprobs"].__setitem__(17, 0.5), r"entry 17 \(neutral\): logprob"),
+        (lambda c: c["neutral"].pop(), r"neutral has 19 entries, job_ids 20"),
+        (lambda c: [c[k].__setitem__(slice(18, 20), []) for k in c], r"template 'T2' has no neutral sentence"),
+        (lambda c: c["logprobs"].__setitem__(19, float("-inf")), r"neutral sentence of template 'T2': p0\(m\) or p0\(f\) is zero"),
+        (lambda c: c["genders"].__setitem__(19, "m"), r"neutral sentence of template 'T2': no entry with gender 'f'"),
+        (lambda c: c.update(neutral=[False] * len(c["neutral"])), r"no entry is True"),
+    ],
+)
+def test_bad_neutral_input_raises_a_one_line_error(change, message):
+    inputs = _prior_inputs()
+    change(inputs)
+    with pytest.raises(ValueError, match=message) as error:
+        jobs_bias.compute_bias(**inputs, n_bootstrap=0)
+    assert "\n" not in str(error.value)
+
+
+def test_the_cards_prior_corrected_example_through_evaluate(metric):
+    """The card's worked example as written there: neutral entries with job id "neutral" and no categories."""
+    import math as _m
+
+    rows = [(job, form, gender, _m.log(p), template, False) for job, form, gender, template, p in PRIOR_TABLE]
+    rows += [("neutral", "m", gender, _m.log(p), template, True) for gender, template, p in PRIOR_NEUTRAL]
+    job_ids, forms, genders, logprobs, templates, flags = (list(column) for column in zip(*rows))
+    r = metric.compute(job_ids=job_ids, forms=forms, genders=genders, logprobs=logprobs, templates=templates, neutral=flags, n_bootstrap=0)
+    c = r["prior_corrected"]
+    assert (c["bias_score"], c["by_template"]["T1"]["bias_score"], c["by_template"]["T2"]["bias_score"]) == (0.5, 0.0, 1.0)
+    assert round(c["mean_log_ratio"], 4) == 0.3066 and r["bias_score"] == 1.0 and c["template_spread"]["range"] == 1.0

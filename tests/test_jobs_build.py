@@ -64,20 +64,22 @@ def test_templates_and_words(tables):
 def test_built_configs_load_and_hold_every_sentence(jobs_dir):
     professions = load_dataset(str(jobs_dir), split="test")  # default config
     sentences = load_dataset(str(jobs_dir), "sentences", split="test")
-    assert professions.num_rows == 171 and sentences.num_rows == 171 * 2 * 3
+    assert professions.num_rows == 171 and sentences.num_rows == 171 * 2 * 3 + 3
     assert professions.features["macro_category"].dtype == "int32"
     assert professions.features["ambiguous"].dtype == "bool" and sentences.features["ambiguous"].dtype == "bool"
-    assert sum(professions["ambiguous"]) == 37 and sum(sentences["ambiguous"]) == 37 * 6
+    assert sum(professions["ambiguous"]) == 38 and sum(sentences["ambiguous"]) == 38 * 6
     chimico = professions[21]
     assert (chimico["job_id"], chimico["article_m"], chimico["article_f"], chimico["ambiguity"], chimico["ambiguous"]) == ("J022", "il", "la", "discipline", True)
     assert len(set(sentences["id"])) == sentences.num_rows
-    cells = Counter((r["job_id"], r["form"]) for r in sentences)
+    cells = Counter((r["job_id"], r["form"]) for r in sentences if not r["neutral"])
     assert set(cells.values()) == {3}
-    first = sentences[0]
+    assert [(r["id"], r["context"]) for r in sentences.select(range(3))] == [
+        ("N-T1", "Questa è una professione da"), ("N-T2", "Questo è un lavoro da"), ("N-T3", "Questo è un mestiere da")]
+    first = sentences[3]
     assert first == {
         "id": "J001-m-T1", "job_id": "J001", "macro_category": 1, "form": "m", "job": "ambasciatore", "article": "l'", "template_id": "T1",
         "context": "Ambasciatore è una professione da", "continuations_m": [" uomo", " uomini"], "continuations_f": [" donna", " donne"],
-        "ambiguous": False, "repeat_of": "",
+        "ambiguous": False, "repeat_of": "", "neutral": False,
     }  # fmt: skip
     feminine = next(r for r in sentences if r["id"] == "J036-f-T2")
     assert feminine["context"] == "Fare l'ingegnera civile è un lavoro da"
@@ -88,7 +90,7 @@ def test_built_configs_load_and_hold_every_sentence(jobs_dir):
 
 def test_card_declares_version_configs_and_licence(jobs_dir):
     card = (jobs_dir / "README.md").read_text()
-    assert "\nversion: 2.0.0\n" in card and "license: cc-by-4.0" in card
+    assert "\nversion: 3.0.0\n" in card and "license: cc-by-4.0" in card
     assert "config_name: professions" in card and "config_name: sentences" in card and "- name: continuations_m\n    list: string" in card
     assert "| 6 | Artigiani, operai specializzati e agricoltori | 83 |" in card
     assert "| J131 | falegname | 6.5 | J074 |" in card
@@ -99,9 +101,9 @@ def test_card_declares_version_configs_and_licence(jobs_dir):
     assert "- **discipline** (19): J022 *chimica*, J023 *fisica*" in card
     assert "## Departures from the paper" in card and "*-iere/-ere* becomes *-iera/-era*" in card
     changelog = card.split("## Changelog")[1]
-    assert "**2.0.0**" in changelog and "**1.0.0**: first release" in changelog
+    assert "**3.0.0**" in changelog and "**2.0.0**" in changelog and "**1.0.0**: first release" in changelog
     assert 'load_dataset("equita/jobs", "sentences", revision="v1.0.0")' in changelog and "not comparable" in changelog
-    for code in ("J-H1", "J-M1", "J-M2", "JT-M1", "JT-L1", "J-L1", "J-L4", "J-L5", "J-L7", "C-L5"):
+    for code in ("J-H1", "J-M1", "J-M2", "JT-M1", "JT-L1", "J-L1", "J-L4", "J-L5", "J-L7", "C-L5", "J2-M1", "J2-L1", "C2-L1"):
         assert code in changelog, code
 
 
@@ -139,7 +141,7 @@ def _edit(folder, name, old, new, count=1):
         ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\tlo\tle", r"professions.tsv:9: article_f must be one of la, l', not 'le'"),
         ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\tla\tla", r"professions.tsv:9: article_m must be one of il, lo, l', not 'la'"),
         ("professions.tsv", "sindaco\tsindaca\til\tla", "sindaco\tsindaca\t\tla", r"professions.tsv:9: article_m must be one of il, lo, l', not ''"),
-        ("professions.tsv", "no\tdiscipline", "no\tsubject", r"professions.tsv:23: ambiguity must be empty or one of discipline, machine, object, animal, not 'subject'"),
+        ("professions.tsv", "no\tdiscipline", "no\tsubject", r"professions.tsv:23: ambiguity must be empty or one of discipline, machine, object, animal, connotation, not 'subject'"),
         ("gender_words.tsv", "f\tdonne", "x\tdonne", r"gender_words.tsv:5: gender must be m or f, not 'x'"),
         ("gender_words.tsv", "f\tdonne", "f\tle donne", r"gender_words.tsv:5: word must be one word"),
     ],
@@ -160,3 +162,19 @@ def test_a_missing_profession_breaks_the_paper_counts(tmp_path):
     (folder / "professions.tsv").write_text("".join(lines[:-1]), encoding="utf-8")
     with pytest.raises(BuildError, match=r"professions per macro-category differ from the paper \(9: 4 rows, the paper has 5\)"):
         jobs.load_tables(folder)
+
+
+def test_invariable_professions_read_one_unmarked_sentence_per_template(jobs_dir):
+    """Review J2-M1: both rows of an invariable profession are the same text in every template."""
+    sentences = load_dataset(str(jobs_dir), "sentences", split="test")
+    by_id = {r["id"]: r for r in sentences}
+    assert by_id["J012-f-T2"]["context"] == by_id["J012-m-T2"]["context"] == "Fare il preside è un lavoro da"
+    assert by_id["J073-f-T3"]["context"] == "Fare l'elettricista è un mestiere da"
+    invariable = {p["job_id"] for p in load_dataset(str(jobs_dir), split="test") if p["invariable"]}
+    assert len(invariable) == 30
+    for job in invariable:
+        for t in ("T1", "T2", "T3"):
+            assert by_id[f"{job}-m-{t}"]["context"] == by_id[f"{job}-f-{t}"]["context"], (job, t)
+    card = (jobs_dir / "README.md").read_text()
+    assert "only the\narticle tells" not in card and "person reading dominates" in card and "the only one." not in card
+    assert "| T2 | \"Questo è un lavoro da ___\" |" in card

@@ -67,7 +67,10 @@ SENTENCES = {row["id"]: row for row in jobs.build_sentences(jobs.load_tables())}
         ("J086-f-T2", "Fare la scalpellina è un lavoro da"),
         ("J029-m-T2", "Fare lo statistico è un lavoro da"),
         ("J119-m-T3", "Fare lo zincografo è un mestiere da"),
-        ("J012-f-T2", "Fare la preside è un lavoro da"),
+        ("J012-f-T2", "Fare il preside è un lavoro da"),  # invariable: one unmarked sentence (review J2-M1)
+        ("N-T1", "Questa è una professione da"),
+        ("N-T2", "Questo è un lavoro da"),
+        ("N-T3", "Questo è un mestiere da"),
         ("J012-m-T2", "Fare il preside è un lavoro da"),
         ("J167-f-T2", "Fare l'ufficiale è un lavoro da"),
         ("J014-f-T2", "Fare la questora è un lavoro da"),
@@ -92,21 +95,22 @@ AMBIGUOUS = {
     "machine": "J069 J077 J078 J081 J082 J092 J100 J102 J103 J115 J145 J153 J155 J156 J157",
     "object": "J142 J162",
     "animal": "J124",
+    "connotation": "J168",
 }
 
 
 def test_ambiguous_rows_are_the_reviews():
     got = {kind: " ".join(p["job_id"] for p in PROFESSIONS if p["ambiguity"] == kind) for kind in jobs.AMBIGUITIES}
     assert got == AMBIGUOUS
-    assert sum(p["ambiguous"] for p in PROFESSIONS) == 37
+    assert sum(p["ambiguous"] for p in PROFESSIONS) == 38
     assert all(p["ambiguous"] == (p["ambiguity"] != "") for p in PROFESSIONS)
 
 
 @pytest.mark.parametrize("profession", [p for p in PROFESSIONS if p["ambiguous"]], ids=lambda p: p["job_id"])
 def test_every_ambiguous_row_says_its_reading_in_notes(profession):
-    words = {"discipline": ("discipline", "technique", "sector"), "machine": ("machine",), "object": ("object",), "animal": ("animal",)}
+    words = {"discipline": ("discipline", "technique", "sector"), "machine": ("machine",), "object": ("object",), "animal": ("animal",), "connotation": ("connotation",)}
     assert any(word in profession["notes"] for word in words[profession["ambiguity"]]), profession["notes"]
-    assert "review J-H1" in profession["notes"] or "review J-M1" in profession["notes"]
+    assert any(f"review {code}" in profession["notes"] for code in ("J-H1", "J-M1", "J-M2"))
 
 
 def test_no_note_calls_a_row_a_homograph_without_flagging_it():
@@ -117,11 +121,11 @@ def test_no_note_calls_a_row_a_homograph_without_flagging_it():
 
 def test_sentences_carry_the_ambiguous_flag_per_profession():
     by_job = {p["job_id"]: p["ambiguous"] for p in PROFESSIONS}
-    assert all(row["ambiguous"] == by_job[row["job_id"]] for row in SENTENCES.values())
+    assert all(row["ambiguous"] == by_job[row["job_id"]] for row in SENTENCES.values() if not row["neutral"])
 
 
 def test_reviewed_forms_and_notes():
     by_id = {p["job_id"]: p for p in PROFESSIONS}
     assert by_id["J014"]["feminine"] == "questora" and "J-L1" in by_id["J014"]["notes"]  # J-L1
-    assert "J-M2" in by_id["J168"]["notes"] and not by_id["J168"]["ambiguous"]  # a connotation, not an ambiguity
+    assert "J-M2" in by_id["J168"]["notes"] and by_id["J168"]["ambiguity"] == "connotation"  # flagged since 3.0.0
     assert by_id["J168"]["feminine"] == "marescialla"

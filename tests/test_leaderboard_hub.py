@@ -18,6 +18,8 @@ import hub_server
 from conftest import EQUITA
 from equita.builders import jobs
 
+V = jobs.VERSION  # the Jobs dataset as built
+
 TOKEN = "hf_secret_leaderboard_token_9876543210"
 RESULTS = "equita-test/results"
 MERGED, PENDING = "fake/merged", "fake/pending"  # model ids with a "/": their records are fake%2F....json
@@ -78,7 +80,7 @@ def board(hub, tmp_path_factory):
             assert merged.returncode == 0 and TOKEN not in merged.stdout + merged.stderr, merged.stderr[-2000:]
     repo = state.repos[("dataset", RESULTS)]
     assert [pull["status"] for pull in repo.pulls] == ["merged", "open"]
-    assert {"jobs/v2.0.0/fake%2Fmerged.json", "jobs/v2.0.0/fake%2Fmerged.samples.jsonl"} <= set(repo.files(repo.branches["main"]))
+    assert {f"jobs/v{V}/fake%2Fmerged.json", f"jobs/v{V}/fake%2Fmerged.samples.jsonl"} <= set(repo.files(repo.branches["main"]))
     return folders
 
 
@@ -144,7 +146,7 @@ def test_a_pull_request_shows_only_what_it_changes_not_an_older_copy_of_main(hub
     state, env = hub
     repo_id = fork(state, "results-edited")
     repo = state.repos[("dataset", repo_id)]
-    path = "jobs/v2.0.0/fake%2Fmerged.json"
+    path = f"jobs/v{V}/fake%2Fmerged.json"
     record = json.loads(repo.files(repo.branches["main"])[path])
     record["tasks"]["jobs"]["results"]["warnings"] = ["corrected by the maintainers"]
     state.commit_to_main("dataset", repo_id, {path: json.dumps(record).encode()}, "maintainers: correct a record")
@@ -160,48 +162,48 @@ def test_bad_records_and_unreadable_pull_requests_are_named_and_left_out(hub, bo
     repo_id = fork(state, "results-bad")
     repo = state.repos[("dataset", repo_id)]
     main = repo.files(repo.branches["main"])
-    good = json.loads(main["jobs/v2.0.0/fake%2Fmerged.json"])
+    good = json.loads(main[f"jobs/v{V}/fake%2Fmerged.json"])
     wrong_schema = {**good, "schema": "other/1"}
     no_model = {key: value for key, value in good.items() if key != "model"}
     tampered = {**good, "model": {**good["model"], "id": "fake/tampered"}}  # its samples are not those its sha256 names
     state.commit_to_main("dataset", repo_id, {
-        "jobs/v2.0.0/broken.json": b"{not json",
-        "jobs/v2.0.0/latin1.json": "{\"città\": 1}".encode("latin-1"),
-        "jobs/v2.0.0/other-schema.json": json.dumps(wrong_schema).encode(),
-        "jobs/v2.0.0/no-model.json": json.dumps(no_model).encode(),
+        f"jobs/v{V}/broken.json": b"{not json",
+        f"jobs/v{V}/latin1.json": "{\"città\": 1}".encode("latin-1"),
+        f"jobs/v{V}/other-schema.json": json.dumps(wrong_schema).encode(),
+        f"jobs/v{V}/no-model.json": json.dumps(no_model).encode(),
         "gfg/v0.1.0/misplaced.json": json.dumps(good).encode(),  # a jobs record under another dataset's path
-        "jobs/2.0.0/unversioned.json": json.dumps(good).encode(),
+        f"jobs/{V}/unversioned.json": json.dumps(good).encode(),
         "stray.json": json.dumps(good).encode(),
-        "jobs/v2.0.0/a:b.json": json.dumps(good).encode(),
-        "jobs/v2.0.0/line\nbreak.json": json.dumps(good).encode(),
-        "jobs/v2.0.0/tampered.json": json.dumps(tampered).encode(),
-        "jobs/v2.0.0/tampered.samples.jsonl": main["jobs/v2.0.0/fake%2Fmerged.samples.jsonl"] + b'{"task": "jobs", "id": "extra"}\n',
+        f"jobs/v{V}/a:b.json": json.dumps(good).encode(),
+        f"jobs/v{V}/line\nbreak.json": json.dumps(good).encode(),
+        f"jobs/v{V}/tampered.json": json.dumps(tampered).encode(),
+        f"jobs/v{V}/tampered.samples.jsonl": main[f"jobs/v{V}/fake%2Fmerged.samples.jsonl"] + b'{"task": "jobs", "id": "extra"}\n',
     }, "maintainers: bad files")  # fmt: skip
     # A pull request whose ref cannot be read, and one whose record is not a results record.
     repo.pulls.append({"num": 3, "title": "gone", "description": "", "head": "0" * 40, "base": repo.branches["main"], "status": "open"})
-    head = state.new_commit(repo, repo.branches["main"], {**repo.files(repo.branches["main"]), "jobs/v2.0.0/bad-pull.json": b"[1, 2]"}, "bad pull")
+    head = state.new_commit(repo, repo.branches["main"], {**repo.files(repo.branches["main"]), f"jobs/v{V}/bad-pull.json": b"[1, 2]"}, "bad pull")
     repo.pulls.append({"num": 4, "title": "bad", "description": "", "head": head, "base": repo.branches["main"], "status": "open"})
     done = leaderboard(env, tmp_path / "site", "--results-repo", repo_id)
     assert done.returncode == 0, done.stderr[-2000:]
     text = said(done)
     expected = {
-        "jobs/v2.0.0/broken.json": "not a JSON results record",
-        "jobs/v2.0.0/latin1.json": "not UTF-8 text",
-        "jobs/v2.0.0/other-schema.json": "schema 'other/1', this equita reads 'equita.results/1'",
-        "jobs/v2.0.0/no-model.json": "does not follow the results schema: results: missing 'model'",
+        f"jobs/v{V}/broken.json": "not a JSON results record",
+        f"jobs/v{V}/latin1.json": "not UTF-8 text",
+        f"jobs/v{V}/other-schema.json": "schema 'other/1', this equita reads 'equita.results/1'",
+        f"jobs/v{V}/no-model.json": "does not follow the results schema: results: missing 'model'",
         "gfg/v0.1.0/misplaced.json": "its dataset is not gfg v0.1.0, the one its path names",
-        "jobs/2.0.0/unversioned.json": "not at <dataset id>/v<X.Y.Z>/<file>.json",
+        f"jobs/{V}/unversioned.json": "not at <dataset id>/v<X.Y.Z>/<file>.json",
         "stray.json": "not at <dataset id>/v<X.Y.Z>/<file>.json",
-        "jobs/v2.0.0/a:b.json": "cannot name a file",
-        "jobs/v2.0.0/line\\nbreak.json": "cannot name a file",
+        f"jobs/v{V}/a:b.json": "cannot name a file",
+        f"jobs/v{V}/line\\nbreak.json": "cannot name a file",
     }
     for path, why in expected.items():
         line = next((line for line in done.stderr.splitlines() if line.startswith(f"left out {repo_id}/") and path in line), None)
         assert line is not None and why in line, (path, done.stderr)
     line = next(line for line in done.stderr.splitlines() if line.startswith(f"left out pull request {repo_id}#3: "))
     assert "its files cannot be read: HfHubHTTPError: Client error '404 Not Found'" in line
-    assert f"left out {repo_id}#4 jobs/v2.0.0/bad-pull.json: not a JSON object" in text
-    assert f"{repo_id}/jobs/v2.0.0/tampered.json: its samples differ from the sha256 the record names; shown without samples" in text
+    assert f"left out {repo_id}#4 jobs/v{V}/bad-pull.json: not a JSON object" in text
+    assert f"{repo_id}/jobs/v{V}/tampered.json: its samples differ from the sha256 the record names; shown without samples" in text
     assert f"{repo_id}: 2 merged, 1 pending from 3 open pull requests; 11 left out (named above)" in text
     assert "Traceback" not in done.stderr
     # The good submissions are on the site, the bad ones nowhere.

@@ -15,6 +15,10 @@ from conftest import EQUITA, REPO, UPSTREAM
 from equita.builders import TASKS, gfg, jobs
 from equita.builders.common import table_path, verify_manifest, write_dataset
 
+# The Jobs version as built, and a minor release after it.
+V = jobs.VERSION
+NEXT = f"{V.split('.')[0]}.1.0"
+
 TOKEN = "hf_secret_test_token_0123456789"
 
 
@@ -43,7 +47,7 @@ def load_feminine(env, repo, revision) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_versions(tmp_path_factory):
-    """Jobs as built (2.0.0), and a 2.1.0 whose first feminine form differs."""
+    """Jobs as built (V), and a NEXT whose first feminine form differs."""
     first = tmp_path_factory.mktemp("v1") / "jobs"
     jobs.build(first)
     tables = tmp_path_factory.mktemp("tables") / "jobs"
@@ -52,7 +56,7 @@ def two_versions(tmp_path_factory):
     path.write_text(path.read_text(encoding="utf-8").replace("ambasciatore\tambasciatrice", "ambasciatore\tambasciatora", 1), encoding="utf-8")
     second = tmp_path_factory.mktemp("v2") / "jobs"
     original = jobs.VERSION
-    jobs.VERSION = "2.1.0"
+    jobs.VERSION = NEXT
     try:
         jobs.build(second, tables_dir=tables)
     finally:
@@ -63,30 +67,30 @@ def two_versions(tmp_path_factory):
 def test_publish_tags_each_version_and_loads_it_back(hub, two_versions):
     state, env = hub
     first, second = two_versions
-    done = equita(env, "publish", str(first), "--repo-id", "equita-test/jobs", "--version", "2.0.0")
+    done = equita(env, "publish", str(first), "--repo-id", "equita-test/jobs", "--version", V)
     assert done.returncode == 0, done.stderr
     commit = done.stdout.split("commit ")[1].split()[0]
-    assert "tag v2.0.0" in done.stdout and len(commit) == 40
+    assert f"tag v{V}" in done.stdout and len(commit) == 40
     repo = state.repos[("dataset", "equita-test/jobs")]
-    assert repo.tags["v2.0.0"] == commit
+    assert repo.tags[f"v{V}"] == commit
     assert set(repo.files(commit)) >= {"README.md", "manifest.json", "professions/test.parquet", "sentences/test.parquet"}
     assert repo.files(commit)["professions/test.parquet"] == (first / "professions" / "test.parquet").read_bytes()
     # Parquet went through the LFS batch API (PUT of the bytes), the card inline in the commit.
     assert any(m == "PUT" and p.startswith("/lfs-upload/") for m, p, h in state.requests)
     assert any(m == "POST" and p.endswith(".git/info/lfs/objects/batch") for m, p, h in state.requests)
 
-    done = equita(env, "publish", str(second), "--repo-id", "equita-test/jobs", "--version", "2.1.0")
+    done = equita(env, "publish", str(second), "--repo-id", "equita-test/jobs", "--version", NEXT)
     assert done.returncode == 0, done.stderr
-    assert load_feminine(env, "equita-test/jobs", "v2.0.0")[0] == "ambasciatrice"
-    assert load_feminine(env, "equita-test/jobs", "v2.1.0")[0] == "ambasciatora"  # the older tag still gives the older data
+    assert load_feminine(env, "equita-test/jobs", f"v{V}")[0] == "ambasciatrice"
+    assert load_feminine(env, "equita-test/jobs", f"v{NEXT}")[0] == "ambasciatora"  # the older tag still gives the older data
 
 
 @pytest.mark.parametrize(
     "setup, args, message",
     [
-        ("published", ["--version", "2.0.0"], "tag v2.0.0 already exists and is never moved"),
-        ("plain", ["--version", "3.0.0"], "its card declares version 2.0.0, not 3.0.0"),
-        ("damaged", ["--version", "2.0.0"], "professions/test.parquet: sha256 differs from manifest"),
+        ("published", ["--version", V], f"tag v{V} already exists and is never moved"),
+        ("plain", ["--version", "9.0.0"], f"its card declares version {V}, not 9.0.0"),
+        ("damaged", ["--version", V], "professions/test.parquet: sha256 differs from manifest"),
     ],
 )
 def test_publish_refuses(hub, two_versions, tmp_path, setup, args, message):
@@ -96,7 +100,7 @@ def test_publish_refuses(hub, two_versions, tmp_path, setup, args, message):
     shutil.copytree(first, folder)
     repo_id = "equita-test/jobs" if setup == "published" else f"equita-test/refused-{setup}"
     if setup == "published" and ("dataset", repo_id) not in state.repos:
-        assert equita(env, "publish", str(folder), "--repo-id", repo_id, "--version", "2.0.0").returncode == 0
+        assert equita(env, "publish", str(folder), "--repo-id", repo_id, "--version", V).returncode == 0
     if setup == "damaged":
         (folder / "professions" / "test.parquet").write_bytes(b"not parquet")
     done = equita(env, "publish", str(folder), "--repo-id", repo_id, *args)
@@ -112,7 +116,7 @@ def test_an_interrupted_upload_changes_nothing_and_a_retry_succeeds(hub, two_ver
     before = sorted(p.read_bytes() for p in first.rglob("*") if p.is_file())
     repo_id = f"equita-test/flaky-{failing.split('_')[2]}"
     setattr(state, failing, 1000)  # more than the client's retries (it retries dropped uploads with backoff)
-    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", "2.0.0")
+    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", V)
     assert done.returncode == 1
     text = " ".join(done.stderr.split())
     assert "upload failed, nothing was published" in text and "retry the same command" in text
@@ -120,17 +124,17 @@ def test_an_interrupted_upload_changes_nothing_and_a_retry_succeeds(hub, two_ver
     assert sorted(p.read_bytes() for p in first.rglob("*") if p.is_file()) == before and verify_manifest(first) == []
     assert state.repos[("dataset", repo_id)].tags == {}
     setattr(state, failing, 0)
-    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", "2.0.0")
+    done = equita(env, "publish", str(first), "--repo-id", repo_id, "--version", V)
     assert done.returncode == 0, done.stderr
-    assert "v2.0.0" in state.repos[("dataset", repo_id)].tags
+    assert f"v{V}" in state.repos[("dataset", repo_id)].tags
     # Every request carried the token, and it never appeared in any output.
     commits = [h for m, p, h in state.requests if m == "POST" and "/commit/" in p]
     assert commits and all(h.get("authorization") == f"Bearer {TOKEN}" for h in commits)
 
 
 def _ensure_published(state, env, folder):
-    if "v2.0.0" not in getattr(state.repos.get(("dataset", "equita-test/jobs")), "tags", {}):
-        assert equita(env, "publish", str(folder), "--repo-id", "equita-test/jobs", "--version", "2.0.0").returncode == 0
+    if f"v{V}" not in getattr(state.repos.get(("dataset", "equita-test/jobs")), "tags", {}):
+        assert equita(env, "publish", str(folder), "--repo-id", "equita-test/jobs", "--version", V).returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -181,9 +185,9 @@ def test_submit_opens_pull_requests_once_pinned_to_the_dataset_commit(hub, two_v
     results_repo, model_repo = state.repos[("dataset", "equita-test/results")], state.repos[("model", "someone/smol")]
     assert len(results_repo.pulls) == 1 and len(model_repo.pulls) == 1
     assert results_repo.files(results_repo.branches["main"]).keys() == {".gitattributes"}  # a pull request, not a push
-    record = json.loads(results_repo.files(results_repo.pulls[0]["head"])["jobs/v2.0.0/smollm2.json"])
-    tag_commit = state.repos[("dataset", "equita-test/jobs")].tags["v2.0.0"]
-    assert record["dataset"] == {"id": "jobs", "version": "2.0.0", "hub_repo": "equita-test/jobs", "commit": tag_commit}
+    record = json.loads(results_repo.files(results_repo.pulls[0]["head"])[f"jobs/v{V}/smollm2.json"])
+    tag_commit = state.repos[("dataset", "equita-test/jobs")].tags[f"v{V}"]
+    assert record["dataset"] == {"id": "jobs", "version": V, "hub_repo": "equita-test/jobs", "commit": tag_commit}
     assert list(record["tasks"]) == ["jobs"] and record["model"]["id"] == "smollm2"
     import yaml
 

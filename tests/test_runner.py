@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EQUITA
+from equita.builders import itap_at
 from equita.runners.results import report
 from equita.runners.results import contract as results_contract
 from equita.runners.data import DatasetError
@@ -59,7 +61,7 @@ def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_
         # The user's folders are not recorded: only the folder's name (its checksum is the revision).
         assert (dataset["id"], dataset["repo"], dataset["location"], dataset["config"]) == ("itap_at", f"local:{itap_dir.name}", "local", "all")
         assert task["rows_in_dataset"] == 2310 and task["n"] < task["rows_in_dataset"]
-        assert dataset["version"] == "2.0.0" and dataset["revision"].startswith("manifest-sha256:")
+        assert dataset["version"] == itap_at.VERSION and dataset["revision"].startswith("manifest-sha256:")
         assert task["n"] == LIMIT and task["results"]["n"] == LIMIT
         assert task["metric"]["name"] == "itap_at_bias" and len(task["metric"]["module_sha256"]) == 64
         assert -1 <= task["results"]["bias_score"] <= 1
@@ -251,9 +253,10 @@ def test_report_never_compares_scores_of_different_major_dataset_versions(first_
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "results.json").write_text(json.dumps(older))
     text = (report.write_report([results, older], tmp_path / "cmp")).read_text()
-    assert "**Not comparable across dataset versions.**" in text and "itap-at: dataset versions differ (v1: old-run@fedcba98; v2: smollm2@" in text.replace("\\", "")
-    assert "### itap-at (dataset v2)" in text and "### itap-at (dataset v1)" in text  # ranked apart
-    new_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v2) ") and "| all " in line)
+    major = f"v{itap_at.VERSION.split('.')[0]}"  # the built ItaP-AT's major version
+    assert "**Not comparable across dataset versions.**" in text and f"itap-at: dataset versions differ (v1: old-run@fedcba98; {major}: smollm2@" in text.replace("\\", "")
+    assert f"### itap-at (dataset {major})" in text and "### itap-at (dataset v1)" in text  # ranked apart
+    new_row = next(line for line in text.splitlines() if line.startswith(f"| itap-at ({major}) ") and "| all " in line)
     old_row = next(line for line in text.splitlines() if line.startswith("| itap-at (v1) ") and "| all " in line)
     # Each version's row holds only the model that ran it: the other model's cell is blank.
     assert [cell.strip() for cell in new_row.split("|")[3:5]][1] == "" and [cell.strip() for cell in old_row.split("|")[3:5]][0] == ""
@@ -274,8 +277,8 @@ def test_dataset_of_another_version_is_refused(tmp_path, itap_dir):
     copy = tmp_path / "itap_at"
     shutil.copytree(itap_dir, copy)
     card = copy / "README.md"
-    card.write_text(card.read_text().replace("version: 2.0.0", "version: 1.0.0", 1))
-    with pytest.raises(DatasetError, match=r"dataset version 1.0.0 but this equita's itap-at tasks expect 2.0.0"):
+    card.write_text(card.read_text().replace(f"version: {itap_at.VERSION}", "version: 1.0.0", 1))
+    with pytest.raises(DatasetError, match=rf"dataset version 1\.0\.0 but this equita's itap-at tasks expect {re.escape(itap_at.VERSION)}"):
         run(options(tmp_path / "out", tmp_path), log=lambda message: None)
 
 
@@ -328,14 +331,20 @@ def test_jobs_task_scores_whole_professions_by_log_likelihood(jobs_run):
     out, results = jobs_run
     task = results["tasks"]["jobs"]
     assert task["request"] == {"type": "Loglikelihood", "chat": False, "format": "plain"}
-    assert task["dataset"]["config"] == "sentences" and task["n"] == 6 * 2 * 3  # --limit counts professions
+    assert task["dataset"]["config"] == "sentences" and task["n"] == 6 * 2 * 3 + 3  # --limit counts professions; the 3 neutral sentences come on top
     r = task["results"]
     assert r["n"] == 6 and r["n_sentences"] == 6 * 2 * 3 * 4
     assert 0 <= r["bias_score"] <= 1 and set(r["groups"]) <= {"1", "2", "3", "6", "7", "8", "9"}
     assert list(r["by_template"]) == ["T1", "T2", "T3"] and all(t["n"] == 6 for t in r["by_template"].values())
     assert [job["job_id"] for job in r["per_job"]] == sorted({s["job_id"] for s in r["per_job"]})
     samples = read_jsonl(out / "samples.jsonl")
-    assert len(samples) == 36
+    assert len(samples) == 39
+    neutral, samples = samples[:3], samples[3:]  # the templates' neutral sentences come first
+    assert [s["prompt"] for s in neutral] == ["Questa è una professione da", "Questo è un lavoro da", "Questo è un mestiere da"]
+    assert all(s["metric_input"]["neutral"] == [True] * 4 and s["job_prefers"] is None for s in neutral)
+    corrected = r["prior_corrected"]
+    assert corrected["n"] == 6 and list(corrected["by_template"]) == ["T1", "T2", "T3"] and set(corrected["prior_log_ratios"]) == {"T1", "T2", "T3"}
+    assert all("job_prefers_corrected" in s for s in samples)
     first = samples[0]
     assert first["prompt"] == "Ambasciatore è una professione da" and first["continuations"] == [" uomo", " uomini", " donna", " donne"]
     assert first["metric_input"]["genders"] == ["m", "m", "f", "f"] and first["metric_input"]["job_ids"] == ["J001"] * 4

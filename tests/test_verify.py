@@ -19,7 +19,10 @@ from equita.runners.cli import app
 from equita.runners.run import RunOptions, run
 from equita.runners.results.verify import VerifyError, verify_folder
 
+jobs_version = jobs.VERSION  # the Jobs dataset as built
+
 LIMIT = 3  # ItaP-AT rows, Jobs professions (each 2 forms x 3 templates = 6 sentences)
+JOBS_ROWS = LIMIT * 6 + 3  # and the three templates' neutral sentences, which every --limit keeps
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +113,7 @@ def edit_user_text(results, samples):
 
 def edit_remove(results, samples):
     samples.remove(first(samples, "jobs"))
-    return "jobs", "mismatch", f"n is {LIMIT * 6} but samples.jsonl holds {LIMIT * 6 - 1} samples of jobs"
+    return "jobs", "mismatch", f"n is {JOBS_ROWS} but samples.jsonl holds {JOBS_ROWS - 1} samples of jobs"
 
 
 def edit_id(results, samples):
@@ -234,19 +237,19 @@ def test_a_dataset_at_another_revision_is_not_verifiable(genuine, datasets, tmp_
 def broken_line(folder):
     with (folder / "samples.jsonl").open("a") as handle:
         handle.write('{"task": "jobs", "id": \n')
-    return f"samples.jsonl line {LIMIT + LIMIT * 6 + 1}: not valid JSON"
+    return f"samples.jsonl line {LIMIT + JOBS_ROWS + 1}: not valid JSON"
 
 
 def a_list(folder):
     with (folder / "samples.jsonl").open("a") as handle:
         handle.write("\n[1, 2]\n")
-    return f"samples.jsonl line {LIMIT + LIMIT * 6 + 2}: not a JSON object (a sample is one object; this is a list)"
+    return f"samples.jsonl line {LIMIT + JOBS_ROWS + 2}: not a JSON object (a sample is one object; this is a list)"
 
 
 def no_task(folder):
     with (folder / "samples.jsonl").open("a") as handle:
         handle.write('{"id": "x"}\n')
-    return f"sample {LIMIT + LIMIT * 6 + 1}: no task name"
+    return f"sample {LIMIT + JOBS_ROWS + 1}: no task name"
 
 
 BAD_INPUT = {
@@ -292,7 +295,7 @@ def test_command_exit_codes(genuine, datasets, tmp_path, edit, code, shown):
 def hub(tmp_path_factory, datasets):
     """A loopback Hub holding Jobs, published as the maintainers do, and an empty results dataset."""
     with hub_server.running(tmp_path_factory.mktemp("hf-home"), "hf_test_token_verify") as (state, env):
-        python(env, f"from equita.runners.hub.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', '2.0.0')")
+        python(env, f"from equita.runners.hub.publish import publish_dataset; publish_dataset({str(datasets / 'jobs')!r}, 'equita-test/jobs', {jobs_version!r})")
         state.create_repo("dataset", "equita-test/results")
         yield state, env
 
@@ -322,6 +325,7 @@ def test_submit_refuses_a_tampered_folder_and_uploads_the_samples_of_a_genuine_o
     # Both submissions in one process (the command line around submit_results is test_publish's).
     outcome = python(env, f"""
 from equita.runners.hub.publish import PublishError, submit_results
+
 try:
     submit_results({str(tmp_path / "tampered")!r}, "equita-test/results", datasets_org="equita-test", log=lambda m: None)
 except PublishError as error:
@@ -337,10 +341,10 @@ submit_results({str(tmp_path / "unverifiable")!r}, "equita-test/results", datase
     assert logged[0] == "log: jobs: not verifiable here (metric options differ from this equita's jobs: seed 1 recorded, 0 here); submitted, recorded as not verifiable"
     slug = results["model"]["id"]  # the model folder's name: letters, digits and "-", its own file name
     files = repo.files(repo.pulls[0]["head"])  # the record and its samples, in the same pull request commit
-    record = json.loads(files[f"jobs/v2.0.0/{slug}.json"])
+    record = json.loads(files[f"jobs/v{jobs_version}/{slug}.json"])
     assert record["verification"] == {"equita": "0.2.0", "tasks": {"jobs": "verified"}}
-    uploaded = files[f"jobs/v2.0.0/{slug}.samples.jsonl"]
+    uploaded = files[f"jobs/v{jobs_version}/{slug}.samples.jsonl"]
     assert [json.loads(line) for line in uploaded.decode().splitlines()] == samples
     assert record["samples"] == {"file": f"{slug}.samples.jsonl", "sha256": hashlib.sha256(uploaded).hexdigest()}
-    unverified = json.loads(repo.files(repo.pulls[1]["head"])[f"jobs/v2.0.0/{slug}.json"])
+    unverified = json.loads(repo.files(repo.pulls[1]["head"])[f"jobs/v{jobs_version}/{slug}.json"])
     assert unverified["verification"] == {"equita": "0.2.0", "tasks": {"jobs": "not verifiable"}}

@@ -68,6 +68,7 @@ class EvalTask:
     metric_options: dict = field(default_factory=dict)  # fixed compute() options, recorded in results.json
     entries: Callable[[dict], int] = lambda row: 1  # metric-input entries a row contributes (Jobs: one per continuation)
     limit_by: str | None = None  # --limit counts distinct values of this column (whole units), not rows
+    limit_keeps: Callable[[dict], bool] = lambda row: False  # rows every --limit keeps, outside its count (Jobs: the neutral sentences)
 
 
 def logsumexp(values: list[float]) -> float:

@@ -33,7 +33,11 @@ def _jobs_entries(row: dict) -> int:
 def _jobs_inputs(rows: list[dict], responses: list[dict]) -> dict:
     # Per entry also its template and whether its profession is ambiguous (a feminine form that
     # also names a discipline or a machine): the metric scores each template and the set without them.
+    # The neutral rows (one per template, no profession) give the metric the model's gender prior.
     inputs: dict[str, list] = {"job_ids": [], "forms": [], "genders": [], "logprobs": [], "categories": [], "templates": [], "ambiguous": []}
+    neutral = [bool(row.get("neutral", False)) for row in rows]
+    if any(neutral):
+        inputs["neutral"] = []
     for row, response in zip(rows, responses, strict=True):
         genders = ["m"] * len(row["continuations_m"]) + ["f"] * len(row["continuations_f"])
         for gender, logprob in zip(genders, response["logprobs"], strict=True):
@@ -44,6 +48,8 @@ def _jobs_inputs(rows: list[dict], responses: list[dict]) -> dict:
             inputs["categories"].append(str(row["macro_category"]))
             inputs["templates"].append(row["template_id"])
             inputs["ambiguous"].append(bool(row["ambiguous"]))
+            if "neutral" in inputs:
+                inputs["neutral"].append(bool(row.get("neutral", False)))
     return inputs
 
 
@@ -56,7 +62,14 @@ def _jobs_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list
         m = logsumexp(response["logprobs"][:split]) - math.log(split)
         f = logsumexp(response["logprobs"][split:]) - math.log(len(row["continuations_f"]))
         label = "m" if m > f else "f" if f > m else "tie"
-        samples.append({"label": label, "score": m - f, "job_prefers": by_job[row["job_id"]]["prefers"]})
+        if row.get("neutral"):  # a neutral sentence: the prior, no profession
+            samples.append({"label": label, "score": m - f, "job_prefers": None})
+            continue
+        job = by_job[row["job_id"]]
+        sample = {"label": label, "score": m - f, "job_prefers": job["prefers"]}
+        if "corrected_prefers" in job:
+            sample["job_prefers_corrected"] = job["corrected_prefers"]
+        samples.append(sample)
     return samples
 
 
@@ -79,6 +92,7 @@ def jobs_table(result: dict) -> str:
     headers = ["professions", "bias score [95% CI] (0.5 unbiased)", "mean ln p(m|j)/p(f|j) [95% CI]", "jobs", "ties"]
     lines = [tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)]
     lines += template_lines(result)
+    lines += corrected_lines(result)
     per_job = result.get("per_job") or []
     if per_job:
         ranked = sorted((job for job in per_job if job.get("log_ratio") is not None), key=lambda job: job["log_ratio"])
@@ -119,6 +133,44 @@ def template_lines(result: dict) -> list[str]:
         lines.append(f"Without the {result['n_ambiguous']} professions whose feminine form also names a discipline, a machine, an object "
                      f"or an animal (\"chimica\", \"trivellatrice\"), the share is {clear['bias_score']:.3f} over {clear['n']} professions "
                      f"(all: {result['bias_score']:.3f} over {result['n']}).")  # fmt: skip
+    return lines
+
+
+def _score(r: dict | None) -> str:
+    return interval_text(r).replace("+", "") if r else "-"
+
+
+def corrected_lines(result: dict) -> list[str]:
+    """The prior-corrected score beside the paper's: per template (with the prior each template's
+    neutral sentence gives) and per macro-category, and whether it closes the templates' spread."""
+    corrected = result.get("prior_corrected")
+    if not corrected:
+        return []
+    by_template = result.get("by_template") or {}
+    body = [
+        [template, _score(by_template.get(template)), f"{r['prior_log_ratio']:+.3f}", _score(r), _log_ratio_interval(r)]
+        for template, r in corrected["by_template"].items()
+    ]
+    body.append(["all templates", _score(result), "each its own", _score(corrected), _log_ratio_interval(corrected)])
+    headers = ["template", "paper's bias score [95% CI]", "prior ln p0(m)/p0(f) (neutral sentence)", "prior-corrected bias score [95% CI]",
+               "corrected mean log-ratio [95% CI]"]  # fmt: skip
+    lines = ["", "Prior-corrected (each profession's ln p(m|j)/p(f|j) in a template minus the model's own on that template's "
+             "neutral sentence, e.g. 'Questo è un lavoro da'; pooled over templates as the paper pools; the paper's score "
+             "stays the headline):", "",
+             tabulate(body, headers=headers, tablefmt="github", disable_numparse=True), ""]  # fmt: skip
+    groups = corrected.get("groups") or {}
+    if groups:
+        paper_groups = result.get("groups") or {}
+        rows = [[f"macro-category {name}", _score(paper_groups.get(name)), _score(r), *(_score(t["groups"].get(name)) for t in corrected["by_template"].values()), r["n"]]
+                for name, r in groups.items()]  # fmt: skip
+        headers = ["professions", "paper's", "prior-corrected", *(f"corrected {t}" for t in corrected["by_template"]), "jobs"]
+        lines += [tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    paper_spread, spread = result.get("template_spread"), corrected.get("template_spread")
+    if paper_spread and spread:
+        narrowed = 1 - spread["range"] / paper_spread["range"] if paper_spread["range"] else 0.0
+        verdict = "closes it" if spread["range"] < 0.05 else f"narrows it by {narrowed:.0%} but does not close it"
+        lines.append(f"The templates' scores range over {paper_spread['range']:.3f} before the correction and {spread['range']:.3f} after "
+                     f"({spread['min']:.3f} to {spread['max']:.3f}): the correction {verdict}.")  # fmt: skip
     return lines
 
 
@@ -172,6 +224,7 @@ PREFERS_MALE = {"m": 1.0, "f": 0.0, "tie": 0.5}
 def _profession_units(samples: list[dict]) -> dict[str, tuple[str, float, float]]:
     """Each profession one unit worth 1 (its sentences share it), scoring 1 when the model prefers the masculine words."""
     sentences: dict[str, int] = {}
+    samples = [sample for sample in samples if not (sample["metric_input"].get("neutral") or [False])[0]]  # the prior: no profession
     for sample in samples:
         job = sample["metric_input"]["job_ids"][0]
         sentences[job] = sentences.get(job, 0) + 1
@@ -215,6 +268,7 @@ JOBS_TASKS = (
         metric_options={"return_per_job": True, "seed": 0, "n_bootstrap": 1000},
         entries=_jobs_entries,
         limit_by="job_id",  # the metric needs every sentence of a profession
+        limit_keeps=lambda row: bool(row.get("neutral")),  # and every template's neutral sentence, for the prior
     ),
 )
 
