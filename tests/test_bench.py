@@ -65,6 +65,8 @@ def test_logprobs_must_agree_within_the_tolerance(other, same, worst):
     [
         # The peer is 3e-4 off and equita matches one-sequence scoring: the peer's rounding, the same work.
         ([[-1.0003, -2.0003], [-3.0]], [-1.00001, -2.0], True, 1e-5),
+        # Both 1.2e-4 from one-sequence scoring (equita no further than the peer): rounding in both, the same work.
+        ([[-1.00011, -2.00011], [-3.0]], [-0.99988, -2.0], True, 1.2e-4),
         # Equita is the one off the one-sequence values: not the same work.
         ([[-1.0003, -2.0003], [-3.0]], [-1.0003, -2.0003], False, 3e-4),
         # Beyond float rounding (a token's worth of difference): never rescored, different work.
@@ -237,11 +239,12 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, mon
     assert report["schema"] == "equita.bench/1" and report["settings"]["batch_size"] == 4
     itap, suite = report["workloads"]["itap-at"], report["workloads"]["suite"]
     jobs = suite["parts"]["jobs"]
-    assert (itap["requests"], itap["kind"], suite["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", "suite", 6, "loglikelihood")
-    # The suite is `equita run --tasks bias --limit 1`: one row of each ItaP-AT task, one profession's 6 sentences.
-    assert {name: part["requests"] for name, part in suite["parts"].items()} == {"itap-at": 1, "itap-at-oneshot": 1, "itap-at-logprob": 1, "jobs": 6}
-    assert suite["requests"] == 9 and suite["work_tokens"] == sum(part["work_tokens"] for part in suite["parts"].values())
-    # Jobs: 6 sentences x 4 words, each word scored with its sentence: the work lm-eval does.
+    assert (itap["requests"], itap["kind"], suite["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", "suite", 9, "loglikelihood")
+    # The suite is `equita run --tasks bias --limit 1`: one row of each ItaP-AT task, one profession's 6 sentences
+    # and the 3 neutral sentences every limit keeps.
+    assert {name: part["requests"] for name, part in suite["parts"].items()} == {"itap-at": 1, "itap-at-oneshot": 1, "itap-at-logprob": 1, "jobs": 9}
+    assert suite["requests"] == 12 and suite["work_tokens"] == sum(part["work_tokens"] for part in suite["parts"].values())
+    # Jobs: 9 sentences x 4 words, each word scored with its sentence: the work lm-eval does.
     assert jobs["scored_tokens"] > 4 * jobs["prompt_tokens"]
     # Same work, checked before any ratio, task by task: the same prompt texts, greedy answers, log-probabilities.
     assert itap["agreement"]["lm-eval"]["same_work"] and itap["agreement"]["naive"]["same_work"]
@@ -264,5 +267,5 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, mon
     assert (out / "work" / "itap-at" / "lm_eval" / "equita_bench_itap_at.yaml").is_file()
     markdown = (out / "bench.md").read_text()
     assert "## itap-at (itap-at, generate, subset of 3 (--limit 3) requests)" in markdown
-    assert "## suite (bias, suite, subset of 9 (--limit 1) requests)" in markdown and "- equita batches: itap-at: batch 4" in markdown
+    assert "## suite (bias, suite, subset of 12 (--limit 1) requests)" in markdown and "- equita batches: itap-at: batch 4" in markdown
     assert markdown.strip() in done.output

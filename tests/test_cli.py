@@ -48,7 +48,7 @@ def test_build_jobs_needs_no_upstream(tmp_path):
     out = tmp_path / "jobs"
     result = run("build", "jobs", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    assert load_dataset(str(out), "sentences", split="test").num_rows == 1026
+    assert load_dataset(str(out), "sentences", split="test").num_rows == 1029  # 171 x 2 forms x 3 templates, and 3 neutral sentences
 
 
 def test_gfl_it_option_is_for_gfg_only(tmp_path):

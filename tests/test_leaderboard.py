@@ -23,7 +23,7 @@ from lxml import html as lxml_html  # lxml comes with the test extra (lm-eval ->
 from typer.testing import CliRunner
 
 from conftest import UPSTREAM
-from equita.builders import jobs
+from equita.builders import itap_at, jobs
 from equita.runners.cli import app
 from equita.runners.results.compare import paired_difference
 from equita.runners.tasks import presentation
@@ -41,6 +41,8 @@ SCRIPTED = {
 }
 WEIRD = 'org/<script>alert("è")</script> modèllo città'
 UNBIASED = {"itap-at": 0.0, "jobs": 0.5}
+# Each task's page is named by the major version of its dataset as built.
+MAJOR = {"itap-at": itap_at.VERSION.split(".")[0], "jobs": jobs.VERSION.split(".")[0]}
 # How the pages write a headline: signed for a scale centred on 0, three decimals on [0, 1].
 FORMAT = {"itap-at": "{:+.3f}", "jobs": "{:.3f}"}
 MASCULINE = (" uomo", " uomini")
@@ -225,7 +227,7 @@ def is_listed(results: dict, task: str) -> bool:
     return cut or entry["results"] is None or entry["results"].get("interpretable") is False
 
 
-PAGES = [("itap-at", "2"), ("itap-at", "1"), ("jobs", "2")]
+PAGES = [("itap-at", MAJOR["itap-at"]), ("itap-at", "1"), ("jobs", MAJOR["jobs"])]
 
 
 # -- the numbers ---------------------------------------------------------------------------------------
@@ -284,25 +286,25 @@ def test_rank_is_the_distance_from_the_unbiased_value_and_quick_looks_are_listed
 
 def test_every_kind_of_entry_is_on_the_pages(site, inputs, folders):
     """The fixtures give each case its page: ranked and listed entries, an older major version, the edits."""
-    new, old, by_jobs = ranking(site, "itap-at", "2"), ranking(site, "itap-at", "1"), ranking(site, "jobs", "2")
+    new, old, by_jobs = ranking(site, "itap-at", MAJOR["itap-at"]), ranking(site, "itap-at", "1"), ranking(site, "jobs", MAJOR["jobs"])
     assert list(old) == ["fake/vecchio@scripted"] and "fake/vecchio@scripted" not in new
     assert sum(row["rank"] != "–" for row in new.values()) >= 4 and sum(row["rank"] != "–" for row in by_jobs.values()) >= 3
     listed = {label(json.loads((folders[name] / "results.json").read_text())) for name in ("smollm2", "tiny", "fake/evasivo")}
     assert listed <= {name for name, row in new.items() if row["rank"] == "–"}
     assert by_jobs[f"{WEIRD}@scripted"]["value"] == "-"
     # Two major versions: each page says the other one is ranked apart.
-    for major in ("1", "2"):
+    for major in ("1", MAJOR["itap-at"]):
         assert "dataset versions differ" in text(page(site, f"task-itap-at-v{major}.html").xpath('//p[@class="warning"]')[0])
     _, rows = table(page(site, "index.html"), "tasks")
-    assert sorted(text(r.xpath("./td")[0]) + " " + text(r.xpath("./td")[1]) for r in rows) == ["itap-at v1", "itap-at v2", "jobs v2"]
+    assert sorted(text(r.xpath("./td")[0]) + " " + text(r.xpath("./td")[1]) for r in rows) == ["itap-at v1", f"itap-at v{MAJOR['itap-at']}", f"jobs v{MAJOR['jobs']}"]
     _, rows = table(page(site, "index.html"), "models")
     assert len(rows) == len(inputs)
 
 
 @pytest.mark.parametrize("task", ["itap-at", "jobs"])
 def test_heatmap_cells_are_each_groups_value(site, inputs, task):
-    headers, rows = table(page(site, f"task-{task}-v2.html"), "heatmap")
-    members = expected_members(inputs, task, "2")
+    headers, rows = table(page(site, f"task-{task}-v{MAJOR[task]}.html"), "heatmap")
+    members = expected_members(inputs, task, MAJOR[task])
     groups = headers[1:]
     assert set(groups) == {g for entry in members.values() if entry["results"] for g in entry["results"]["groups"]}
     assert len(rows) == len(members)
@@ -319,8 +321,8 @@ DETAILS = {"itap-at": ["p_stereotype", "p_anti_stereotype", "p_neutral", "p_erro
 
 @pytest.mark.parametrize("task", list(DETAILS))
 def test_other_values_are_the_results_values(site, inputs, task):
-    _, rows = table(page(site, f"task-{task}-v2.html"), "details")
-    members = expected_members(inputs, task, "2")
+    _, rows = table(page(site, f"task-{task}-v{MAJOR[task]}.html"), "details")
+    members = expected_members(inputs, task, MAJOR[task])
     assert sorted(text(row.xpath("./td")[0]) for row in rows) == sorted(members)
     for row in rows:
         result = members[text(row.xpath("./td")[0])]["results"] or {}
@@ -333,8 +335,8 @@ def test_other_values_are_the_results_values(site, inputs, task):
 @pytest.mark.parametrize("task", ["itap-at", "jobs"])
 def test_pair_rows_are_the_paired_test_on_the_same_units(site, inputs, task):
     p = presentation(task, inputs["fake/anti@scripted"][0]["tasks"][task]["metric"]["name"])
-    _, rows = table(page(site, f"task-{task}-v2.html"), "pairs")
-    ranked = [name for name, row in ranking(site, task, "2").items() if row["rank"] != "–"]
+    _, rows = table(page(site, f"task-{task}-v{MAJOR[task]}.html"), "pairs")
+    ranked = [name for name, row in ranking(site, task, MAJOR[task]).items() if row["rank"] != "–"]
     assert len(rows) == len(ranked) * (len(ranked) - 1) // 2
     signed = "{:+.3f}".format
     seen = set()
@@ -356,8 +358,8 @@ def test_pair_rows_are_the_paired_test_on_the_same_units(site, inputs, task):
 @pytest.mark.parametrize("task", ["itap-at", "jobs"])
 def test_models_that_differ_share_no_letter(site, task):
     """Letters from the pairs: two ranked models share a letter exactly when their adjusted p is not below 0.05."""
-    rows = ranking(site, task, "2")
-    _, pairs = table(page(site, f"task-{task}-v2.html"), "pairs")
+    rows = ranking(site, task, MAJOR[task])
+    _, pairs = table(page(site, f"task-{task}-v{MAJOR[task]}.html"), "pairs")
     differ = 0
     for pair in pairs:
         cells = [text(td) for td in pair.xpath("./td")]
@@ -397,7 +399,7 @@ def test_a_model_id_is_text_everywhere(site):
     weird = [p.name for p in site.glob("model-*.html") if "alert" in p.name]
     assert len(weird) == 1 and all(c.isascii() and c not in '<>"/ ' for c in weird[0])
     shown = [p for p in pages if WEIRD in text(page(site, p.name))]
-    assert {p.name for p in shown} >= {"index.html", "task-itap-at-v2.html", "task-jobs-v2.html", weird[0]}
+    assert {p.name for p in shown} >= {"index.html", f"task-itap-at-v{MAJOR['itap-at']}.html", f"task-jobs-v{MAJOR['jobs']}.html", weird[0]}
     assert text(page(site, weird[0]).xpath("//h1")[0]) == WEIRD
 
 
@@ -442,7 +444,7 @@ def test_the_index_opens_on_every_ranked_model_against_every_task(site):
     """One table, a row per model ranked somewhere, a column per task page: each cell is that page's row."""
     headers, rows = table(page(site, "index.html"), "standings")
     pages = {f"{task} v{major}": ranking(site, task, major) for task, major in PAGES}
-    # A task's header: "itap-at v2", then (after a line break) what its value is.
+    # A task's header: "itap-at v3", then (after a line break) what its value is.
     columns = [th.text.strip() for th in page(site, "index.html").xpath('//table[@id="standings"]/thead/tr/th')[1:]]
     assert sorted(columns) == sorted(pages) and headers[0] == "model"
     ranked = {name for shown in pages.values() for name, row in shown.items() if row["rank"] != "–"}
@@ -497,15 +499,15 @@ def test_browser_shows_every_entry_with_its_interval(browser, site):
 
 # (page, table, header): clicking the header sorts by its data-sort values, empty cells last either way.
 SORTS = [
-    ("task-itap-at-v2.html", "ranking", "bias score"),
-    ("task-itap-at-v2.html", "ranking", "95% interval"),  # by the distance from the unbiased value
-    ("task-jobs-v2.html", "ranking", "share preferring masculine"),  # one result not computed: empty
-    ("task-itap-at-v2.html", "ranking", "model"),
-    ("task-itap-at-v2.html", "heatmap", "base-1"),
-    ("task-jobs-v2.html", "pairs", "p (Holm)"),
+    (f"task-itap-at-v{MAJOR['itap-at']}.html", "ranking", "bias score"),
+    (f"task-itap-at-v{MAJOR['itap-at']}.html", "ranking", "95% interval"),  # by the distance from the unbiased value
+    (f"task-jobs-v{MAJOR['jobs']}.html", "ranking", "share preferring masculine"),  # one result not computed: empty
+    (f"task-itap-at-v{MAJOR['itap-at']}.html", "ranking", "model"),
+    (f"task-itap-at-v{MAJOR['itap-at']}.html", "heatmap", "base-1"),
+    (f"task-jobs-v{MAJOR['jobs']}.html", "pairs", "p (Holm)"),
     ("index.html", "models", "model"),
-    ("index.html", "standings", "itap-at v2"),  # by the rank on that task, models not ranked there last
-    ("index.html", "standings", "jobs v2"),
+    ("index.html", "standings", f"itap-at v{MAJOR['itap-at']}"),  # by the rank on that task, models not ranked there last
+    ("index.html", "standings", f"jobs v{MAJOR['jobs']}"),
 ]
 
 
@@ -534,7 +536,7 @@ def test_browser_a_header_click_sorts_and_a_second_reverses(browser, site, name,
 def test_browser_loads_every_page_without_errors(browser, site, tmp_path):
     """Every page loads with nothing in the console at level SEVERE and fits the window's width; a screenshot of each kind of page."""
     weird = next(p.name for p in site.glob("model-*.html") if "alert" in p.name)
-    shots = {"index.html": "index", "task-itap-at-v2.html": "task", weird: "model", "task-jobs-v2.html": "task-jobs"}
+    shots = {"index.html": "index", f"task-itap-at-v{MAJOR['itap-at']}.html": "task", weird: "model", f"task-jobs-v{MAJOR['jobs']}.html": "task-jobs"}
     for path in sorted(site.glob("*.html")):
         assert not severe(visit(browser, site, path.name)), path.name
         assert browser.find_element("css selector", "h1").text, path.name
@@ -545,10 +547,10 @@ def test_browser_loads_every_page_without_errors(browser, site, tmp_path):
             browser.set_window_size(1400, min(height + 200, 6000))  # the whole page (the window's frame takes some)
             assert browser.save_screenshot(str(tmp_path / f"{shots[path.name]}.png"))
             browser.set_window_size(1400, 900)
-    visit(browser, site, "task-jobs-v2.html")
+    visit(browser, site, f"task-jobs-v{MAJOR['jobs']}.html")
     heatmap = browser.find_element("css selector", "#heatmap")
-    groups = len(table(page(site, "task-jobs-v2.html"), "heatmap")[0]) - 1
-    assert heatmap.is_displayed() and len(heatmap.find_elements("css selector", "td.cell")) == groups * len(ranking(site, "jobs", "2"))
+    groups = len(table(page(site, f"task-jobs-v{MAJOR['jobs']}.html"), "heatmap")[0]) - 1
+    assert heatmap.is_displayed() and len(heatmap.find_elements("css selector", "td.cell")) == groups * len(ranking(site, "jobs", MAJOR["jobs"]))
     visit(browser, site, weird)
     assert browser.find_element("css selector", "h1").text == WEIRD
     links = [a.get_attribute("href") for a in browser.find_elements("css selector", "p.files a")]

@@ -239,9 +239,10 @@ def compare_logprobs(reference: list[list[float]], other: list[list[float]], alo
 
     Beyond LOGPROB_TOLERANCE but within ROUNDING, the RECHECKED requests that differ most are
     scored again one sequence at a time (`alone(i)`: each continuation with its context, no
-    batch, no padding). If equita's values are within the tolerance of those, the difference is
-    the peer's float rounding (batched, padded), not other work, and the check says so with both
-    errors. A whole token's difference is nats, far beyond ROUNDING.
+    batch, no padding). If equita's values are within the tolerance of those, or no further from
+    them than the peer's, the difference is float rounding (batched, padded; on a long prompt
+    both tools can sit ~1e-4 from one-sequence scoring), not other work, and the check says so
+    with both errors. A whole token's difference is nats, far beyond ROUNDING.
     """
     if len(reference) != len(other) or any(len(a) != len(b) for a, b in zip(reference, other)):
         return {"same_work": False, "why": "different numbers of requests or continuations"}
@@ -261,7 +262,7 @@ def compare_logprobs(reference: list[list[float]], other: list[list[float]], alo
         errors["peer"] = max(errors["peer"], *(abs(y - t) for y, t in zip(other[i], truth)))
     recheck = {"requests_beyond_tolerance": len(beyond), "rechecked": min(len(beyond), RECHECKED),
                "equita_max_error": errors["equita"], "peer_max_error": errors["peer"]}  # fmt: skip
-    if errors["equita"] <= LOGPROB_TOLERANCE:
+    if errors["equita"] <= max(LOGPROB_TOLERANCE, errors["peer"]):
         return {**result, "same_work": True, "recheck": recheck}
     return {**result, "recheck": recheck, "why": f"{why}, and equita's differ from one-sequence scoring by up to {errors['equita']:.2e}"}
 
