@@ -440,3 +440,29 @@ def test_predictions_that_are_not_a_list_get_a_clear_error(metric):
             bias.compute_bias(bad, ["piacevole"], ["spiacevole"])
     with pytest.raises(ValueError, match="predictions must be a list"):
         metric.compute(predictions=None, stereotypes=["piacevole"], anti_stereotypes=["spiacevole"])
+
+
+RULE_DIR = METRIC_DIR / "rules"
+
+
+def _rule_rows():
+    for path in sorted(RULE_DIR.glob("*.tsv")):
+        for number, row in enumerate(csv.DictReader(path.open(encoding="utf-8"), delimiter="\t", quoting=csv.QUOTE_NONE), 2):
+            yield pytest.param(path.stem, row, id=f"{path.stem}:{number}")
+
+
+def test_every_rule_has_a_table_and_every_table_a_rule():
+    classifier = importlib.import_module("equita.metrics.itap_at_bias.classifier")
+    names = [rule.name for rule in classifier.RULES]
+    assert len(names) == len(set(names))
+    assert {p.stem for p in RULE_DIR.glob("*.tsv")} == set(names)
+    for name in names:
+        rows = list(csv.DictReader((RULE_DIR / f"{name}.tsv").open(encoding="utf-8"), delimiter="\t", quoting=csv.QUOTE_NONE))
+        assert len(rows) >= 3, name
+
+
+@pytest.mark.parametrize("rule, row", list(_rule_rows()))
+def test_rule_tables(rule, row):
+    answer = row["answer"].replace("\\n", "\n")
+    result = bias.classify_answer(answer, row["stereotype"], row["anti_stereotype"], example=row["example"] or None)
+    assert (result.label, result.rule) == (row["expected"], rule), f"{result.rule}: {result.reason} ({row['why']})"
