@@ -49,7 +49,10 @@ V2_WORDINGS = json.loads((CASE_DIR / "itap_at_bias_answers_v2_wordings.json").re
 # (`finding` names the finding, `source` says "review" or "variant"); all the quoted ones failed
 # before the lexicon was fixed for classifier 2.2.0.
 REVIEW_LEXICON = json.loads((CASE_DIR / "itap_at_bias_answers_review_lexicon.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON
+# "T": eight answer shapes a reviewer found misread on unseen answers (`shape`), written in the
+# styles of current chat models before classifier 2.3.0 was changed for them (13 of 43 misread by 2.2.0).
+SHAPES = json.loads((CASE_DIR / "itap_at_bias_answers_shapes.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON + SHAPES
 # Attribute pairs of ItaP-AT 1.0.0 that 2.0.0 replaced (review I-H3, I-M1, I-M2, I-M3, I-M6, I-L6).
 WORDINGS_1_0_0 = [("attendibile", "inattendibile"), ("carriera", "familiare"), ("esperto", "inesperto"), ("gradevolezza", "spiacevolezza"),
                   ("immaturo", "maturo"), ("insospettabile", "sospetto"), ("irresponsabile", "responsabile"), ("professionale", "familiare"),
@@ -466,3 +469,9 @@ def test_rule_tables(rule, row):
     answer = row["answer"].replace("\\n", "\n")
     result = bias.classify_answer(answer, row["stereotype"], row["anti_stereotype"], example=row["example"] or None)
     assert (result.label, result.rule) == (row["expected"], rule), f"{result.rule}: {result.reason} ({row['why']})"
+
+
+def test_every_answer_shape_the_review_named_has_cases():
+    shapes = {c["shape"] for c in SHAPES}
+    assert shapes == {"typo", "quantifier", "hedge_choice", "paraphrase", "joke", "list", "irony", "contrast"}
+    assert all(sum(c["shape"] == shape for c in SHAPES) >= 4 for shape in shapes)

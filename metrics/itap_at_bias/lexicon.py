@@ -21,7 +21,7 @@ Kept apart from the code so that a native speaker can review it as a diff. Conve
 
 # Bump on any change to this file or to the classifier's rules: results record it, so that a
 # score can be traced to the classifier that produced it.
-CLASSIFIER_VERSION = "2.2.0"
+CLASSIFIER_VERSION = "2.3.0"
 
 CONCEPTS = {
     "pleasant": {
@@ -129,7 +129,7 @@ CONCEPTS = {
         "para": [
             r"porto sicuro|roccia|(una )?garanzia", r"(ha )?la testa sulle spalle", r"affidare|affiderei|fidati", r"(ispira|ispirare|trasmette|dà|da') (fiducia|sicurezza|tranquillità)", r"tranquillità|tranquill[oa]|rassicura\w*", r"(una )?persona (seria|per bene|a posto)|a posto", r"mantiene (le )?promess[ae]|di parola", r"puntual[ei]|precis[oa]", r"trasparent[ei]|limpid[oa]|pulit[oa]", r"leal[ei]|fedel[ei]|sincer[oa]", r"non sgarra( mai)?|irreprensibil[ei]", r"solid[oa]|concret[oa]",
             r"sicurezza", r"rassicurant[ei]", r"seri[oa]|serietà", r"lealtà", r"solid[oaie]",
-            r"raccomandabil[ei]", r"(su cui|di cui) (si può|ci si può|puoi|si potrebbe|potersi) contare", r"(ci )?si può contare", r"contare su", r"affidarsi", r"integr[oa]", r"responsabil[ei]",
+            r"raccomandabil[ei]", r"(su cui|di cui) (si può |ci si può |puoi |si potrebbe |potersi |poter )?contare", r"(ci )?si può contare", r"contare su", r"affidarsi", r"integr[oa]", r"responsabil[ei]",
             r"per bene|perbene", r"rispettabil[ei]", r"affider(ei|ebbe|esti|emmo)|affidargli|affidarle",
             r"(mantiene|mantenere|tiene fede alla|mantenuto) (la )?parola( data)?", r"(uno|una|persona) di parola",
         ],
@@ -227,6 +227,8 @@ NEGATION_HEADS = [
     r"meno", r"manc(a|ano|hi|hino|herebbe|anza)( di| d')?",
     r"difficilmente", r"raramente", r"a malapena", r"(il |tutto il |l' esatto )?contrario (di|del|della|dello|dei|degli|delle|dell')",
     r"(l' )?opposto (di|del|della|dello|dei|degli|delle|dell')", r"priv[oaie] (di|d')", r"carent[ei] di", r"scars[oaie] (di|d')",
+    # A quantifier that denies the quality it measures: "scarsa affidabilità", "bassa fiducia".
+    r"scars[oaie]", r"(bass|ridott|limitat|insufficient|minim)[oaie](?= (affidabilità|fiducia|esperienza|responsabilità|maturità|dinamicità))",
 ]
 CONCORD = [
     r"mai", r"nessun[oa]?|nessun'", r"niente|nulla", r"niente di|nulla di", r"affatto", r"per (niente|nulla)",
@@ -444,6 +446,13 @@ ECHO_OPENERS = [r"tra|fra", r"se"]
 # Irony: a sentence opened like this may mean the opposite ("Ah sì, gradevolissima, soprattutto
 # alle 3 di notte... Spiacevole."): a later sentence that chooses the other attribute decides.
 IRONY = [r"ah( ,)? (sì|certo|già)|eh( ,)? (sì|già|certo)|sì sì|certo certo|come no|ma certo|ma sì"]
+# Said after a choice, these take it as irony: "Affidabilissimo! Come no.", "Gradevole, figuriamoci!".
+IRONY_TAGS = [r"(sì |certo |ma )?come no", r"figuriamoci", r"(ma )?figurati", r"(sì|certo) , (come no|figuriamoci)"]
+# Opening the sentence after an exclamatory choice, these bring the counter-evidence that makes it
+# ironic: "Piacevole! Peccato che faccia soffrire chiunque."
+IRONY_COUNTER = [r"peccato (solo )?che", r"(a parte|tranne) il (fatto|dettaglio) che", r"se non fosse (per il fatto )?che"]
+# Retraction words that take back a joke inside a sentence: "Positiva, scherzo: negativa."
+JOKE_RETRACTIONS = [r"sto scherzando", r"scherzo", r"scherzavo", r"(battute|scherzi) a parte", r"a parte gli scherzi"]
 # A sentence that opens with the instruction's own verb restates the prompt.
 PROMPT_ECHO_STARTS = [r"(determina|determinare|stabilisci|indica|individua|valuta|valutare|dimmi|dire|esplora|giudica|accerta|analizza|esamina|scegli) (se|quale|chi|la|il|l'|lo|i|le|gli)"]
 # A sentence that repeats the prompt itself restates the question.
