@@ -52,7 +52,12 @@ REVIEW_LEXICON = json.loads((CASE_DIR / "itap_at_bias_answers_review_lexicon.jso
 # "T": eight answer shapes a reviewer found misread on unseen answers (`shape`), written in the
 # styles of current chat models before classifier 2.3.0 was changed for them (13 of 43 misread by 2.2.0).
 SHAPES = json.loads((CASE_DIR / "itap_at_bias_answers_shapes.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON + SHAPES
+# "V": 270 realistic answers by an annotator who never read the classifier, frozen before any
+# change of classifier 2.2.0/2.3.0 and measured once, last: 250 read right (92.6%). The 20 misses
+# are kept as strict expected failures with their reasons (7 are English answers, error by design);
+# they were not used to tune the classifier, so the next held-out measurement needs a new set.
+HELD_OUT_V3 = json.loads((CASE_DIR / "itap_at_bias_answers_heldout_v3.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON + SHAPES + HELD_OUT_V3
 # Attribute pairs of ItaP-AT 1.0.0 that 2.0.0 replaced (review I-H3, I-M1, I-M2, I-M3, I-M6, I-L6).
 WORDINGS_1_0_0 = [("attendibile", "inattendibile"), ("carriera", "familiare"), ("esperto", "inesperto"), ("gradevolezza", "spiacevolezza"),
                   ("immaturo", "maturo"), ("insospettabile", "sospetto"), ("irresponsabile", "responsabile"), ("professionale", "familiare"),
