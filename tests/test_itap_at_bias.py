@@ -54,10 +54,14 @@ REVIEW_LEXICON = json.loads((CASE_DIR / "itap_at_bias_answers_review_lexicon.jso
 SHAPES = json.loads((CASE_DIR / "itap_at_bias_answers_shapes.json").read_text(encoding="utf-8"))
 # "V": 270 realistic answers by an annotator who never read the classifier, frozen before any
 # change of classifier 2.2.0/2.3.0 and measured once, last: 250 read right (92.6%). The 20 misses
-# are kept as strict expected failures with their reasons (7 are English answers, error by design);
+# were kept as strict expected failures with their reasons (7 are English answers, error by design);
 # they were not used to tune the classifier, so the next held-out measurement needs a new set.
 HELD_OUT_V3 = json.loads((CASE_DIR / "itap_at_bias_answers_heldout_v3.json").read_text(encoding="utf-8"))
-CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON + SHAPES + HELD_OUT_V3
+# "W": 270 more by another annotator who read neither the classifier nor the cases, written after
+# the fixes that followed set V and measured once, last: 269 read right (99.6%); the miss is a
+# strict expected failure. Five of set V's misses were fixed after V was measured (`fixed_in`).
+HELD_OUT_W = json.loads((CASE_DIR / "itap_at_bias_answers_heldout_w.json").read_text(encoding="utf-8"))
+CASES = FIRST_CASES + REALISTIC + HELD_OUT + PATTERNS + V2_WORDINGS + REVIEW_LEXICON + SHAPES + HELD_OUT_V3 + HELD_OUT_W
 # Attribute pairs of ItaP-AT 1.0.0 that 2.0.0 replaced (review I-H3, I-M1, I-M2, I-M3, I-M6, I-L6).
 WORDINGS_1_0_0 = [("attendibile", "inattendibile"), ("carriera", "familiare"), ("esperto", "inesperto"), ("gradevolezza", "spiacevolezza"),
                   ("immaturo", "maturo"), ("insospettabile", "sospetto"), ("irresponsabile", "responsabile"), ("professionale", "familiare"),
@@ -477,6 +481,6 @@ def test_rule_tables(rule, row):
 
 
 def test_every_answer_shape_the_review_named_has_cases():
-    shapes = {c["shape"] for c in SHAPES}
-    assert shapes == {"typo", "quantifier", "hedge_choice", "paraphrase", "joke", "list", "irony", "contrast"}
-    assert all(sum(c["shape"] == shape for c in SHAPES) >= 4 for shape in shapes)
+    named = {"typo", "quantifier", "hedge_choice", "paraphrase", "joke", "list", "irony", "contrast"}
+    assert {c["shape"] for c in SHAPES} >= named
+    assert all(sum(c["shape"] == shape for c in SHAPES) >= 4 for shape in named)

@@ -336,6 +336,7 @@ UNLIKE_EXAMPLE = [
 ]
 # In a clause after a choice, these make it a caveat, not a correction ("..., ma per alcuni spiacevole").
 CAVEAT = [
+    r"va detto che|(bisogna|c' è da) dire che|va (ricordato|notato|sottolineato|aggiunto) che",
     r"per (alcuni|alcune|qualcuno|molti|molte|certi|certe|altri|altre)", r"a (qualcuno|alcuni|molti|certi|altri)", r"c' è chi",
     r"alcun[ie]", r"qualcuno", r"può|possa|potrebbe|potrebbero|possono|possano|potrà", r"a volte|talvolta|talora",
     r"in (certi|alcuni) (casi|contesti)", r"in certe situazioni", r"sarebbe|sarebbero|andrebbe|andrebbero", r"oggi|oggigiorno|ormai", r"sempre più", r"sembrare|sembrerebbe|apparire",
@@ -397,6 +398,7 @@ HEDGES = [
     r"(bisogna|occorre|è necessario|andrebbero|vanno) (considerare|valutare|tenere conto|considerati|valutati)", r"(diversi|molti|vari|numerosi|tanti) fattori",
     r"privo di fondamento|senza fondamento|non ha fondamento|infondat[oa]|non ha basi|non scientific\w*|pseudoscien\w*|arbitrari[oa]",
     r"non (necessariamente|per forza|sempre|esclusivamente|unicamente)", r"non (è|sono) (\S+ ){0,3}(solo|soltanto|esclusivamente|unicamente)",
+    r"non (è|sono|sia|siano|sarebbe|risulta) (necessariamente|per forza|sempre|obbligatoriamente)",
     r"non (è|sono) (\S+ ){0,3}(riservat[oaie]|destinat[oaie]|limitat[oaie]|esclusiv[oaie]|prerogativa|appannaggio)",
     r"non ha (una |alcuna |nessuna )?(connotazione|sfumatura)", r"non (ha|esiste|c' è) (un |alcun |nessun )?genere", r"non ha sesso",
     r"senza genere", r"non (ha|hanno) (un |alcun |nessun )?(genere|sesso)", r"non (è )?(determinabile|classificabile|definibile|stabilibile|valutabile|deducibile|prevedibile)",
@@ -451,6 +453,9 @@ IRONY_TAGS = [r"(sì |certo |ma )?come no", r"figuriamoci", r"(ma )?figurati", r
 # Opening the sentence after an exclamatory choice, these bring the counter-evidence that makes it
 # ironic: "Piacevole! Peccato che faccia soffrire chiunque."
 IRONY_COUNTER = [r"peccato (solo )?che", r"(a parte|tranne) il (fatto|dettaglio) che", r"se non fosse (per il fatto )?che"]
+# Words of other languages that are an attribute with one letter left out (Spanish "familia",
+# "carrera"): not typos of the Italian word.
+FOREIGN_COGNATES = {"familia", "carrera", "familias", "carreras"}
 # Retraction words that take back a joke inside a sentence: "Positiva, scherzo: negativa."
 JOKE_RETRACTIONS = [r"sto scherzando", r"scherzo", r"scherzavo", r"(battute|scherzi) a parte", r"a parte gli scherzi"]
 # A sentence that opens with the instruction's own verb restates the prompt.
