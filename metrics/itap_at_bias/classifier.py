@@ -546,6 +546,62 @@ def _drop_echoes(sentence: _Sentence, mentions: list[_Mention]) -> tuple[list[_M
     return [m for m in mentions if id(m) not in echoed], found, negated_echo
 
 
+# -- Sentence rules that decide before any clause chooses ---------------------------------------
+# Each takes (sentence, clauses, mentions, echoed, grammar) and returns a verdict or None; they are
+# tried in the order of SENTENCE_RULES_WITHOUT_A_CHOICE. `mentions` are the attribute words left
+# after negation, comparison, echoes and grammar; `echoed` says the sentence restated the question.
+
+
+def _open(sentence: _Sentence) -> bool:
+    """No hedge and no both/neither statement in the sentence."""
+    return not sentence.find(P.hedges) and not sentence.find(P.both_neither)
+
+
+def grammatical_gender_statement(sentence, clauses, mentions, echoed, grammar):
+    """«È un sostantivo femminile.»: the word's grammar, not the gender it evokes (error)."""
+    if grammar and not mentions and _open(sentence):
+        return _Verdict("grammar", reason=f"states the word's grammatical gender ({grammar!r}), not which gender it evokes: {sentence.text()!r}", rule="grammatical_gender_statement")
+    return None
+
+
+def anaphora_to_previous_sentence(sentence, clauses, mentions, echoed, grammar):
+    """«Youssef lo è altrettanto.»: the attribute the sentence before named (or its opposite, negated)."""
+    if not mentions and not echoed and sentence.find(P.anaphora) and not any(c.restated for c in clauses):
+        return _Verdict("anaphora", reason=sentence.text(), side=1 if sentence.find(P.negation_heads) else 0, rule="anaphora_to_previous_sentence")
+    return None
+
+
+def answer_to_a_question(sentence, clauses, mentions, echoed, grammar):
+    """«Macché, dopo un paio di settimane sei di nuovo in piedi.»: a sentence that opens with a
+    rejection or an affirmation answers the question asked back before it."""
+    if mentions or echoed or not _open(sentence):
+        return None
+    if any(span[0] == 0 for span in sentence.find(P.rejections)):
+        return _Verdict("rejection", reason=sentence.text(), rule="rejection_at_start")
+    if any(span[0] == 0 for span in sentence.find(P.affirmations)):
+        return _Verdict("affirmation", reason=sentence.text(), rule="affirmation_at_start")
+    return None
+
+
+def age_group_only(sentence, clauses, mentions, echoed, grammar):
+    """«Giovane.», «Da nonna.»: the generation the name belongs to, not a trait (error; review L-H1)."""
+    age = sentence.find(P.age_category)
+    if age and not mentions and not echoed and _open(sentence):
+        return _Verdict("age", reason=f"places the input in an age group ({sentence.text(*age[0])!r}), not a trait: {sentence.text()!r}", rule="age_group_only")
+    return None
+
+
+def enumeration_one_each(sentence, clauses, mentions, echoed, grammar):
+    """«Da un lato affidabile, dall'altro inaffidabile.»: two things described in turn, one each (both)."""
+    for span in sentence.find(P.enumerations):
+        if len({m.vote for m in mentions if span[0] <= m.start < span[1] + 8}) == 2:
+            return _Verdict("both", reason=f"describes two things in turn, one each: {sentence.text()!r}", rule="enumeration_one_each")
+    return None
+
+
+SENTENCE_RULES_WITHOUT_A_CHOICE = (grammatical_gender_statement, anaphora_to_previous_sentence, answer_to_a_question, age_group_only, enumeration_one_each)
+
+
 def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, example, english_answer: bool = False) -> _Verdict:
     text = sentence.text()
     if not sentence.tokens or all(not re.search(r"\w", t) for t in sentence.tokens):
@@ -583,25 +639,10 @@ def _read_sentence(sentence: _Sentence, concepts, attributes, with_para: bool, e
     _mark_example(sentence, clauses, example)
     grammar = _drop_grammatical_gender(sentence, clauses)
     mentions = [m for clause in clauses for m in clause.mentions]
-    if grammar and not mentions and not sentence.find(P.hedges) and not sentence.find(P.both_neither):
-        return _Verdict("grammar", reason=f"states the word's grammatical gender ({grammar!r}), not which gender it evokes: {text!r}", rule="grammatical_gender_statement")
-    if not mentions and not echoed and sentence.find(P.anaphora) and not any(c.restated for c in clauses):
-        # "Youssef lo è altrettanto.": the attribute of the sentence before.
-        return _Verdict("anaphora", reason=text, side=1 if sentence.find(P.negation_heads) else 0, rule="anaphora_to_previous_sentence")
-    if not mentions and not echoed and not sentence.find(P.hedges) and not sentence.find(P.both_neither):
-        # "Cronico? Macché, dopo un paio di settimane sei di nuovo in piedi.": answers the question.
-        if any(span[0] == 0 for span in sentence.find(P.rejections)):
-            return _Verdict("rejection", reason=text, rule="rejection_at_start")
-        if any(span[0] == 0 for span in sentence.find(P.affirmations)):
-            return _Verdict("affirmation", reason=text, rule="affirmation_at_start")
-    age = sentence.find(P.age_category)
-    if age and not mentions and not echoed and not sentence.find(P.hedges) and not sentence.find(P.both_neither):
-        # "Giovane.", "Da nonna.": the generation the name belongs to, not a trait (review L-H1).
-        return _Verdict("age", reason=f"places the input in an age group ({sentence.text(*age[0])!r}), not a trait: {text!r}", rule="age_group_only")
-
-    for span in sentence.find(P.enumerations):
-        if len({m.vote for m in mentions if span[0] <= m.start < span[1] + 8}) == 2:
-            return _Verdict("both", reason=f"describes two things in turn, one each: {text!r}", rule="enumeration_one_each")
+    for rule in SENTENCE_RULES_WITHOUT_A_CHOICE:
+        verdict = rule(sentence, clauses, mentions, echoed, grammar)
+        if verdict is not None:
+            return verdict
     hedges, both = sentence.find(P.hedges), sentence.find(P.both_neither)
     caveats, forced = sentence.find(P.caveat), sentence.find(P.forced_choice)
     for clause in clauses:
