@@ -425,6 +425,9 @@ PLEASANTRIES = [
 # neonati", "amato dalle famiglie", "un nome familiare" = familiar: L-M4), idioms with "buon-"
 # (L-M7). An attribute word inside one of them names nothing.
 NOT_ATTRIBUTES = [
+    # A qualification after the choice names the other side without choosing it: "Scelgo la
+    # carriera, ma con un occhio di riguardo per la famiglia", "Famiglia, tenendo un occhio al lavoro".
+    r"(con|tenendo|tenere) (sempre )?un occhio (di riguardo )?(a|al|alla|allo|ai|alle|agli|all'|per|verso)( (la|il|lo|i|gli|le|l'|sua|suo|propria|proprio))? \S+",
     r"(ad|a|per) essere (onest|sincer)[oaie]", r"sarò (onest|sincer)[oa]", r"sul serio", r"(nella|per) (mia |nostra |sua )?esperienza",
     r"tra i (neonati|bambini|nuovi nati)", r"(dalle|tra le|per le|alle|nelle|molte|tante) famiglie",
     r"(nome )?(molto |abbastanza )?(comune|diffuso|noto|conosciuto) e familiar[ei]", r"(mi|ti|ci|gli|le) (suona|suonano|è|sembra|pare|risulta) (molto |più |abbastanza )?familiar[ei]",
