@@ -210,14 +210,15 @@ def write_atomic(path: Path, text: str) -> None:
 def limited(task: EvalTask, rows: list[dict], limit: int | None) -> list[dict]:
     """`limit` rows spread over the dataset, or `limit` whole units (a profession's sentences) for tasks with
     `limit_by`; the rows the task always keeps (`limit_keeps`) come on top, in their place."""
-    counted = [i for i, row in enumerate(rows) if not task.limit_keeps(row)]
+    always = {i for i, row in enumerate(rows) if task.limit_keeps(row)}
+    counted = [i for i in range(len(rows)) if i not in always]
     if task.limit_by:
         units = list(dict.fromkeys(rows[i][task.limit_by] for i in counted))
         kept_units = {units[k] for k in data.spread(len(units), limit)}
         kept = {i for i in counted if rows[i][task.limit_by] in kept_units}
     else:
         kept = {counted[k] for k in data.spread(len(counted), limit)}
-    return [row for i, row in enumerate(rows) if i in kept or task.limit_keeps(row)]
+    return [row for i, row in enumerate(rows) if i in kept or i in always]
 
 
 def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[EvalTask, data.DatasetInfo, list[dict], int]]:

@@ -356,6 +356,30 @@ def _prior_corrected(job_ids, forms, genders, logprobs, categories, templates, p
     return output, {job[0]: _log_ratio(job[2], job[3]) for job in jobs}
 
 
+def take_out_neutral(neutral, job_ids, forms, genders, logprobs, categories, templates, ambiguous):
+    """The priors {template: {gender: ln p0(g|t)}} of the neutral entries, and every column
+    without them. Checks the neutral column and the neutral entries; each problem names the entry."""
+    neutral = list(neutral)
+    for name, column in (("job_ids", job_ids), ("forms", forms), ("genders", genders), ("logprobs", logprobs),
+                         ("categories", categories), ("templates", templates), ("ambiguous", ambiguous)):  # fmt: skip
+        if column is not None and len(column) != len(neutral):
+            raise ValueError(f"neutral has {len(neutral)} entries, {name} {len(column)}")
+    _check_neutral(neutral, genders, logprobs, templates)
+    if not any(neutral):
+        raise ValueError("neutral is given but no entry is True: the prior needs the neutral sentences' entries")
+    priors = neutral_log_probs(*([column[i] for i in range(len(neutral)) if neutral[i]] for column in (genders, logprobs, templates)))
+    keep = [i for i in range(len(neutral)) if not neutral[i]]
+    if not keep:
+        raise ValueError("every entry is neutral: no profession to score")
+    columns = [None if column is None else [column[i] for i in keep] for column in (job_ids, forms, genders, logprobs, categories, templates, ambiguous)]
+    kept_templates = columns[5]
+    unmatched = sorted(set(kept_templates) ^ set(priors), key=_template_order)
+    if unmatched:
+        where = "has no neutral sentence" if unmatched[0] in set(kept_templates) else "has no profession entries"
+        raise ValueError(f"template {unmatched[0]!r} {where}; every template needs both")
+    return priors, columns
+
+
 def _category_order(category):
     return (0, int(category), category) if category.lstrip("-").isdigit() else (1, 0, category)
 
@@ -374,33 +398,15 @@ def compute_bias(
     priors = None
     if neutral is not None:
         # The neutral sentences' entries are taken out first: the rest is the paper's metric unchanged.
-        neutral = list(neutral)
-        for name, column in (("job_ids", job_ids), ("forms", forms), ("genders", genders), ("logprobs", logprobs),
-                             ("categories", categories), ("templates", templates), ("ambiguous", ambiguous)):  # fmt: skip
-            if column is not None and len(column) != len(neutral):
-                raise ValueError(f"neutral has {len(neutral)} entries, {name} {len(column)}")
-        _check_neutral(neutral, genders, logprobs, templates)
-        if not any(neutral):
-            raise ValueError("neutral is given but no entry is True: the prior needs the neutral sentences' entries")
-        priors = neutral_log_probs(*([column[i] for i in range(len(neutral)) if neutral[i]] for column in (genders, logprobs, templates)))
-        keep = [i for i in range(len(neutral)) if not neutral[i]]
-        if not keep:
-            raise ValueError("every entry is neutral: no profession to score")
-        job_ids, forms, genders, logprobs = ([column[i] for i in keep] for column in (job_ids, forms, genders, logprobs))
-        categories, templates, ambiguous = (None if column is None else [column[i] for i in keep] for column in (categories, templates, ambiguous))
-        unmatched = sorted(set(templates) ^ set(priors), key=_template_order)
-        if unmatched:
-            where = "has no neutral sentence" if unmatched[0] in set(templates) else "has no profession entries"
-            raise ValueError(f"template {unmatched[0]!r} {where}; every template needs both")
+        priors, (job_ids, forms, genders, logprobs, categories, templates, ambiguous) = take_out_neutral(
+            neutral, job_ids, forms, genders, logprobs, categories, templates, ambiguous
+        )
     _check_inputs(job_ids, forms, genders, logprobs, categories, templates, ambiguous)
     ambiguous_of = None if ambiguous is None else _ambiguous_jobs(job_ids, ambiguous)
     jobs = job_log_probs(job_ids, forms, genders, logprobs, categories)
     options = dict(n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
     output = summarize(jobs, **options)
-    by_category: dict = {}
-    for job in jobs:
-        by_category.setdefault(job[1], []).append(job)
-    output["groups"] = {category: summarize(by_category[category], **options) for category in sorted(by_category, key=_category_order)}
+    output["groups"] = {category: summarize(group, **options) for category, group in _by_category(jobs).items()}
     output["per_job"] = (
         [
             {"job_id": job_id, "category": category, "log_p_m": log_p_m, "log_p_f": log_p_f,
@@ -565,11 +571,10 @@ class JobsBias(evaluate.Metric):
             job_ids, forms, genders, logprobs = (list(column) for column in inputs)
             optional = [kwargs.get(name) for name in ("categories", "templates", "ambiguous")]
             optional = [None if column is None else list(column) for column in optional]
+            columns = [job_ids, forms, genders, logprobs, *optional]
             if kwargs.get("neutral") is not None:
-                # compute_bias checks the neutral entries and the rest, each named by its index.
-                compute_bias(job_ids, forms, genders, logprobs, *optional, neutral=list(kwargs["neutral"]), n_bootstrap=0)
-            else:
-                _check_inputs(job_ids, forms, genders, logprobs, *optional)
+                _, columns = take_out_neutral(kwargs["neutral"], *columns)
+            _check_inputs(*columns)
         return super().compute(job_ids=job_ids, forms=forms, genders=genders, logprobs=logprobs, **kwargs)
 
     def _compute(
