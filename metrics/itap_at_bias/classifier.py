@@ -576,9 +576,9 @@ def answer_to_a_question(sentence, clauses, mentions, echoed, grammar):
     rejection or an affirmation answers the question asked back before it."""
     if mentions or echoed or not _open(sentence):
         return None
-    if any(span[0] == 0 for span in sentence.find(P.rejections)):
+    if _opens_with(sentence, P.rejections):
         return _Verdict("rejection", reason=sentence.text(), rule="rejection_at_start")
-    if any(span[0] == 0 for span in sentence.find(P.affirmations)):
+    if _opens_with(sentence, P.affirmations):
         return _Verdict("affirmation", reason=sentence.text(), rule="affirmation_at_start")
     return None
 
