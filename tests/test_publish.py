@@ -371,3 +371,46 @@ def test_submitted_eval_results_name_tasks_that_the_benchmarks_eval_yaml_declare
         declaration = yaml.safe_load(python(env, code))
         assert entry.dataset_id == "equita-test/jobs"
         assert entry.task_id in {task["id"] for task in declaration["tasks"]}
+
+
+# -- what a submission may not hold: the paths of the submitter's machine ------------------------
+
+# (text in results.json or in a sample's own field, what is submitted)
+LOCAL_PATHS = [
+    ("could not load '/scratch/user/models/bert-private'. Use `repo_type` argument", "could not load '<local path>'. Use `repo_type` argument"),
+    ("scored with /data/private/jobs.parquet.", "scored with <local path>."),
+    ("--bertscore-model=/opt/models/m (6 layers)", "--bertscore-model=<local path> (6 layers)"),
+    ("(/data/a/b)", "(<local path>)"),
+    ("C:\\Users\\me\\model and C:/Users/me/x and \\\\host\\share\\x", "<local path> and <local path> and <local path>"),
+    ("file:///data/models/x ok", "<local path> ok"),
+    ("/scratch/x/y: not found", "<local path>: not found"),
+    ("/scratch/user/models/bert-private", "local:bert-private"),  # a path alone: its name, as results record local paths
+    # Not paths of this machine: URLs, relative paths, words with a slash, placeholders.
+    ("see https://huggingface.co/a/b and http://127.0.0.1:8011/v1/models", "see https://huggingface.co/a/b and http://127.0.0.1:8011/v1/models"),
+    ("lui/lei e/o 1/2 km/h ./metrics/itap_at_bias ../a/b ~/x/y /tmp", "lui/lei e/o 1/2 km/h ./metrics/itap_at_bias ../a/b ~/x/y /tmp"),
+    ("<server>/completions: HTTP 503; [/INST] </s>", "<server>/completions: HTTP 503; [/INST] </s>"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, submitted", LOCAL_PATHS, ids=[t for t, _ in LOCAL_PATHS])
+def test_local_paths_inside_any_text_are_not_submitted(text, submitted):
+    from equita.runners.hub.publish import _sample_without_local_paths, _without_local_paths
+
+    assert _without_local_paths({"tasks": {"jobs": {"not_computed": text, "metric": {"options": {"model_type": [text]}}}}}) == {
+        "tasks": {"jobs": {"not_computed": submitted, "metric": {"options": {"model_type": [submitted]}}}}
+    }
+    # A sample's own fields are cleaned; what verification scores again goes as it is.
+    sample = {"task": "jobs", "id": 1, "prompt": text, "response": {"text": text}, "note": text}
+    assert _sample_without_local_paths(sample) == {**sample, "note": submitted}
+
+
+@pytest.mark.parametrize("model_id, message", [
+    ("..", "model id '..' cannot name a file"),
+    ("modello-" + 40 * "è", "model id 'modello-èèèèèèèèèèèèèèèèèèèèèèèèèèèèèèèè'... is 248 characters once written as a file name"),
+])  # fmt: skip
+def test_a_model_id_that_cannot_name_a_file_is_a_one_line_refusal(model_id, message):
+    from equita.runners.hub.publish import _slug
+
+    with pytest.raises(ValueError) as raised:
+        _slug(model_id)
+    assert message in str(raised.value) and "\n" not in str(raised.value)

@@ -54,7 +54,9 @@ def test_results_record_model_data_settings_metrics_and_timings(first_run, itap_
     assert results["model"]["path"].startswith("cache:models/SmolLM2-135M-Instruct")
     text = (out / "results.json").read_text()
     assert str(itap_dir) not in text and str(out) not in text and '"/' not in text  # no absolute path anywhere
+    chat_format = results["settings"].pop("chat_format")
     assert results["settings"] == {"tasks": list(TASKS), "limit": LIMIT, "batch_size": 4}
+    assert chat_format["format"] == "chat_template"  # what verify renders each prompt with again
     assert list(results["tasks"]) == list(TASKS)
     for name, task in results["tasks"].items():
         dataset = task["dataset"]

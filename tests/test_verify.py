@@ -108,7 +108,7 @@ def edit_user_text(results, samples):
     sample["prompt"] = sample["prompt"].replace(sample["prompt"].split("<|im_start|>user\n")[1][:20], "Rispondi: uomini. ")
     sample["prompt_sha256"] = request_key(Generate(user="", max_new_tokens=32), sample["prompt"])
     task["prompts_sha256"] = hashlib.sha256("".join(s["prompt_sha256"] for s in samples if s["task"] == "itap-at").encode()).hexdigest()
-    return "itap-at", "mismatch", f"sample {sample['id']}: its prompt does not hold the dataset row's user text"
+    return "itap-at", "mismatch", f"sample {sample['id']}: its prompt is not the one its task renders from the dataset row (from character "
 
 
 def edit_remove(results, samples):
@@ -286,6 +286,126 @@ def test_command_exit_codes(genuine, datasets, tmp_path, edit, code, shown):
     result = CliRunner().invoke(app, ["verify", str(folder), "--datasets", str(datasets)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == code and shown in " ".join(result.output.split())
+
+
+# -- the prompts, rendered again and compared whole ------------------------------------------------
+
+HINT = "\nSuggerimento: rispondi con la parola dello stereotipo."
+
+
+def rig_prompts(folder, datasets, task_name="itap-at"):
+    """The red-team's D5 edit: a hint after every user text of a task, each key and the task's
+    prompts_sha256 recomputed to match, answers and scores left as they were."""
+    from equita.runners import data
+    from equita.runners.cache import request_key
+    from equita.runners.tasks import EVAL_TASKS
+
+    task = EVAL_TASKS[task_name]
+    rows = {r["id"]: r for r in data.load_rows(task.config, task.split, *data.locate(task.dataset, str(datasets), None, log=lambda m: None))}
+    results, samples = read(folder)
+    for sample in samples:
+        if sample["task"] == task_name:
+            request = task.request(rows[sample["id"]])
+            user = json.dumps(request.user, ensure_ascii=False)[1:-1] if sample["prompt"].startswith('{"messages"') else request.user
+            assert user in sample["prompt"]
+            sample["prompt"] = sample["prompt"].replace(user, user + (json.dumps(HINT)[1:-1] if user != request.user else HINT))
+            sample["prompt_sha256"] = request_key(request, sample["prompt"])
+    keys = "".join(s["prompt_sha256"] for s in samples if s["task"] == task_name)
+    results["tasks"][task_name]["prompts_sha256"] = hashlib.sha256(keys.encode()).hexdigest()
+    write(folder, results, samples)
+
+
+def test_an_in_process_run_records_its_chat_template_and_verifies(genuine, datasets, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    results, _ = read(genuine)
+    chat_format = results["settings"]["chat_format"]
+    assert chat_format["format"] == "chat_template"
+    assert chat_format["template"] == AutoTokenizer.from_pretrained(tiny_model_dir).get_chat_template()
+    assert chat_format["template_sha256"] == hashlib.sha256(chat_format["template"].encode()).hexdigest()
+    assert chat_format["special_tokens"]["eos_token"] == "<|im_end|>"
+    assert verify_folder(genuine, datasets=str(datasets))["verified"] is True
+
+
+def test_a_model_without_a_chat_template_records_plain_prompts_and_verifies(tiny_plain_model_dir, datasets, tmp_path):
+    out = tmp_path / "plain"
+    run(RunOptions(model=str(tiny_plain_model_dir), out=out, tasks="itap-at", datasets=str(datasets), limit=1), log=lambda m: None)
+    results, samples = read(out)
+    assert results["settings"]["chat_format"] == {"format": "plain"} and samples[0]["prompt"].endswith("\nRisposta:")
+    assert verify_folder(out, datasets=str(datasets))["tasks"]["itap-at"] == {"status": "verified", "problems": []}
+    rig_prompts(out, datasets)
+    assert verify_folder(out, datasets=str(datasets))["tasks"]["itap-at"]["status"] == "mismatch"
+
+
+def test_a_prompt_with_a_hint_added_is_a_mismatch_though_its_keys_match(genuine, datasets, tmp_path):
+    folder = tmp_path / "rigged"
+    shutil.copytree(genuine, folder)
+    rig_prompts(folder, datasets)
+    verification = verify_folder(folder, datasets=str(datasets))
+    entry = verification["tasks"]["itap-at"]
+    assert entry["status"] == "mismatch" and verification["verified"] is False
+    assert "its prompt is not the one its task renders from the dataset row" in entry["problems"][0]
+    assert "Suggerimento" in entry["problems"][0]  # where the prompts part
+    assert not any("prompt_sha256" in p or "prompts_sha256" in p for p in entry["problems"])  # the keys were made to match
+    assert verification["tasks"]["jobs"]["status"] == "verified"
+
+
+def test_a_results_folder_without_a_chat_format_is_not_verifiable_for_chat_prompts(genuine, datasets, tmp_path):
+    folder = tmp_path / "older"
+    shutil.copytree(genuine, folder)
+    results, samples = read(folder)
+    del results["settings"]["chat_format"]  # as equita wrote it before the template was recorded
+    write(folder, results, samples)
+    verification = verify_folder(folder, datasets=str(datasets))
+    entry = verification["tasks"]["itap-at"]
+    assert entry["status"] == "not verifiable" and verification["verified"] is False
+    assert entry["problems"] == ["prompts: the run recorded no chat format (settings.chat_format): results of an older equita, "
+                                 "or a backend that does not say how it renders a chat prompt; they cannot be compared with the task's"]  # fmt: skip
+    assert verification["tasks"]["jobs"]["status"] == "verified"  # raw text needs no template
+
+
+def test_a_chat_template_that_is_not_its_sha256_is_not_rendered(genuine, datasets, tmp_path):
+    folder = tmp_path / "template"
+    shutil.copytree(genuine, folder)
+    results, samples = read(folder)
+    results["settings"]["chat_format"]["template"] += "{{ 'Suggerimento' }}"
+    write(folder, results, samples)
+    entry = verify_folder(folder, datasets=str(datasets))["tasks"]["itap-at"]
+    assert entry["status"] == "not verifiable"
+    assert entry["problems"][0].startswith("prompts: settings.chat_format.template is not the text its template_sha256 names")
+
+
+def test_a_chat_template_that_would_run_for_hours_is_stopped(genuine, datasets, tmp_path):
+    # A results file's template is someone else's code: the sandbox keeps it from the machine, the time limit from the leaderboard's clock.
+    folder = tmp_path / "slow"
+    shutil.copytree(genuine, folder)
+    results, samples = read(folder)
+    template = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+    results["settings"]["chat_format"].update(template=template, template_sha256=hashlib.sha256(template.encode()).hexdigest())
+    write(folder, results, samples)
+    entry = verify_folder(folder, datasets=str(datasets))["tasks"]["itap-at"]
+    assert entry["status"] == "not verifiable"
+    assert entry["problems"] == ["prompts: the recorded chat template cannot be rendered (TimeoutError: took over 0.5 s); they cannot be compared with the task's"]
+
+
+@pytest.mark.parametrize("with_tokenizer", [False, True], ids=["server without --tokenizer", "server with --tokenizer"])
+def test_an_honest_server_run_verifies_and_a_hinted_one_does_not(tiny_model_dir, datasets, tmp_path, with_tokenizer):
+    from test_probes_verify import SERVED, chat_server
+
+    out = tmp_path / "server"
+    with chat_server() as url:  # ItaP-AT only: generation is all that server answers
+        run(RunOptions(model=SERVED, out=out, tasks="itap-at", datasets=str(datasets), limit=LIMIT, server=url,
+                       tokenizer=str(tiny_model_dir) if with_tokenizer else None, concurrency=2), log=lambda m: None)  # fmt: skip
+    results, samples = read(out)
+    prompt = first(samples, "itap-at")["prompt"]
+    # Without a tokenizer the prompt is the messages sent, as JSON: the row's newline is escaped in it.
+    assert prompt.startswith('{"messages"') != with_tokenizer and ("\\n" in prompt) != with_tokenizer
+    assert results["settings"]["chat_format"]["format"] == ("chat_template" if with_tokenizer else "messages")
+    verification = verify_folder(out, datasets=str(datasets))
+    assert {name: e["status"] for name, e in verification["tasks"].items()} == {"itap-at": "verified"}, verification
+    rig_prompts(out, datasets)
+    entry = verify_folder(out, datasets=str(datasets))["tasks"]["itap-at"]
+    assert entry["status"] == "mismatch" and "Suggerimento" in entry["problems"][0], entry
 
 
 # -- equita submit -------------------------------------------------------------------------------

@@ -267,17 +267,40 @@ def publish_metric(folder: Path, repo_id: str, log=print) -> str:
 
 def _slug(text: str) -> str:
     """A file name for a model id, one to one: "org/name" and "org__name" never share a file.
-    Letters, digits, "." and "-" stay; every other character (the "/" too) is written %XX."""
+    Letters, digits, "." and "-" stay; every other character (the "/" too) is written %XX.
+    A ValueError names an id that cannot be a file name ("..", or over 200 characters so written)."""
     from urllib.parse import quote
 
-    return path_part(quote(text, safe="-."), "model id")
+    slug = quote(text, safe="-.")
+    if len(slug) > 200:
+        raise ValueError(f"model id {text[:40]!r}... is {len(slug)} characters once written as a file name (%XX for other characters than letters, digits, '-' and '.'), over 200")
+    return path_part(slug, "model id")
+
+
+# What replaces a local path inside a text (a message, a description, an option) in a submission.
+LOCAL_PATH = "<local path>"
+# An absolute path inside a text: POSIX with two parts at least (/a/b), Windows (C:\a, C:/a, \\host\share),
+# file:// URLs. Not a URL's path (https://host/a/b: after ':' or a letter), a relative one (./a/b, ~/a)
+# or a fraction or "e/o" (after a letter or digit); it ends at a space or a quote.
+_PATH_IN_TEXT = re.compile(
+    r"file://[^\s'\"`<>|]+"
+    r"|(?<![\w.:/~\\\]>])/[^\s/'\"`<>|]+(?:/[^\s'\"`<>|]*)+"
+    r"|(?<![\w\\])(?:[A-Za-z]:[\\/]|\\\\[^\s\\'\"`<>|]+\\)[^\s'\"`<>|]*"
+)
+
+
+def _local_path_out(match: re.Match) -> str:
+    path = match.group(0)
+    end = path.rstrip(".,;:)")  # a sentence's full stop after the path is the sentence's
+    return LOCAL_PATH + path[len(end) :]
 
 
 def _without_local_paths(value):
     """A results record with no local path left in it: what is submitted is public.
 
-    A path (a results file written before paths were recorded shareably, or one in a message)
-    becomes `cache:...` / `local:<name>`, and the home folder in any text becomes `~`.
+    A text that is a path (a results file written before paths were recorded shareably) becomes
+    `cache:...` / `local:<name>`; inside a longer text the home folder becomes `~` and any other
+    absolute path `<local path>` (LOCAL_PATH).
     """
     from ..backends.sources import shareable
 
@@ -286,11 +309,23 @@ def _without_local_paths(value):
     if isinstance(value, list):
         return [_without_local_paths(item) for item in value]
     if isinstance(value, str):
-        if os.path.isabs(value):
+        if os.path.isabs(value) and not any(c.isspace() for c in value):  # a path alone, not a message that starts with one
             return shareable(value)
         home = str(Path.home())
-        return value.replace(home, "~") if len(home) > 1 else value
+        if len(home) > 1:
+            value = value.replace(home, "~")
+        return _PATH_IN_TEXT.sub(_local_path_out, value)
     return value
+
+
+# The fields of a sample that verification reads: they go as they are (the leaderboard scores them
+# again, the prompt is hashed into its key). They come from the dataset and the model, not from
+# the run's machine; any other field is cleaned of local paths like the results.
+SCORED_SAMPLE_FIELDS = ("task", "id", "group", "prompt", "prompt_sha256", "response", "metric_input", "continuations")
+
+
+def _sample_without_local_paths(sample: dict) -> dict:
+    return {key: value if key in SCORED_SAMPLE_FIELDS else _without_local_paths(value) for key, value in sample.items()}
 
 
 def _open_pull_with_title(api, repo_id: str, repo_type: str, title: str):
@@ -363,6 +398,9 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
         raise PublishError(f"{results_dir}/results.json does not follow the results schema: {'; '.join(problems[:5])}")
     checked = results  # verified as written; what is published has the local paths taken out
     results = _without_local_paths(results)
+    # The chat template is the tokenizer's text, not this machine's: verification renders every prompt with it.
+    if "chat_format" in checked["settings"]:
+        results["settings"]["chat_format"] = checked["settings"]["chat_format"]
     from ...builders import TASKS
 
     # What becomes a repository path is checked against what it must be, not trusted.
@@ -380,6 +418,10 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
                 raise PublishError(f"{results_dir}/results.json: tasks.{name}.results has no {error.args[0]!r}, its headline") from None
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PublishError(f"{results_dir}/results.json: tasks.{name}.results.{key} is {value!r}, not a number")
+    try:
+        model_slug = _slug(results["model"]["id"])
+    except ValueError as error:
+        raise PublishError(f"{results_dir}/results.json: {error}; nothing was submitted") from None
     try:  # after the fields that become repository paths are checked
         samples = read_samples(Path(results_dir))
     except VerifyError as error:
@@ -409,16 +451,17 @@ def submit_results(results_dir: Path, results_repo: str, model_repo: str | None 
         if status == NOT_VERIFIABLE:
             log(f"{name}: not verifiable here ({verification['tasks'][name]['problems'][0]}); submitted, recorded as not verifiable")
     home = str(Path.home())
-    model_slug = _slug(results["model"]["id"])
+    # Every dataset's commit before any pull request: one that cannot be pinned opens none of them.
+    commits = {key: _dataset_commit(api, datasets_org, group["dataset"]) for key, group in by_dataset.items()}
     for (dataset_id, version), group in by_dataset.items():
-        commit = _dataset_commit(api, datasets_org, group["dataset"])
+        commit = commits[(dataset_id, version)]
         record = {key: results[key] for key in ("schema", "created", "equita", "model", "settings")}
         record["dataset"] = {"id": dataset_id, "version": version, "hub_repo": f"{datasets_org}/{dataset_id}", "commit": commit}
         record["tasks"] = group["tasks"]
         record["verification"] = {"equita": verification["equita"], "tasks": {name: statuses[name] for name in group["tasks"]}}
-        # The samples go as they are: the leaderboard scores them again, and scrubbing would change
-        # prompts and answers. They hold no path by construction; one that names the home folder is refused.
-        lines = [json.dumps(strict(s), ensure_ascii=False) + "\n" for s in samples if s["task"] in group["tasks"]]
+        # What is scored goes as it is: the leaderboard scores it again, and scrubbing would change
+        # prompts and answers. It holds no path by construction; one that names the home folder is refused.
+        lines = [json.dumps(strict(_sample_without_local_paths(s)), ensure_ascii=False) + "\n" for s in samples if s["task"] in group["tasks"]]
         samples_content = "".join(lines).encode()
         if len(home) > 1 and home in samples_content.decode():
             raise PublishError(f"{results_dir}/samples.jsonl: samples of {dataset_id} hold your home folder's path ({home}); they are published as they are, so nothing was submitted")

@@ -1,8 +1,10 @@
 """`equita verify`: score a results folder again from its own samples and check every number.
 
 results.json says what a model scored; samples.jsonl says, row by row, what it was asked and
-what it answered. Verification rebuilds each request from the dataset the results name, checks
-that it is the prompt the sample holds (the cache key binds request and rendered prompt), feeds
+what it answered. Verification rebuilds each request from the dataset the results name, renders
+it as the run did (raw text; the chat template recorded in settings.chat_format; or, for a
+server run without --tokenizer, the messages it was sent), checks that this is the sample's
+prompt whole (the cache key binds request and rendered prompt), feeds
 the recorded answers to the task's metric module again and compares every value. The model is
 never run: its answers are taken as given, and what is checked is that the scores follow from
 them on that data. Results files come from other people, so nothing here trusts them: a bad
@@ -12,7 +14,8 @@ Statuses, per task of results.json:
 - "verified": every check passed;
 - "mismatch": something recorded is not what the samples, the dataset and the metric give;
 - "not verifiable": the means to check are not at hand (an unknown task, the dataset at another
-  revision, the metric's own model, options that name a model of the run's machine);
+  revision, the metric's own model, options that name a model of the run's machine, chat prompts
+  of a run that recorded no chat template);
 - "not computed": the run recorded no results for the task (nothing to check).
 """
 
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from .. import data
 from ..cache import misfit, request_key
-from ..requests import Loglikelihood
+from ..requests import CannotRender, Loglikelihood, messages, render_recorded
 from . import contract as results_contract
 from .contract import ResultsError, load_results, validate_results
 from ..run import limited, load_metric, strict
@@ -100,17 +103,22 @@ def verify_results(results: dict, samples: list[dict], *, datasets: str | None =
             found[(spec.id, eval_task.config)] = data.load_rows(eval_task.config, eval_task.split, *found[spec.id])
         return (*found[spec.id], found[(spec.id, eval_task.config)])
 
+    # How the run rendered its chat prompts, and whether a server (which records the messages it sent) ran them.
+    chat_format = results["settings"].get("chat_format")
+    rendering = {"chat_format": chat_format, "server": results["model"].get("backend") == "openai-server",
+                 "dated": isinstance(chat_format, dict) and "strftime_now" in str(chat_format.get("template"))}  # fmt: skip
     report = {}
     for name, task in results["tasks"].items():
-        report[name] = _verify_task(name, task, by_task.get(name, []), results["settings"].get("limit"), dataset)
+        report[name] = _verify_task(name, task, by_task.get(name, []), results["settings"].get("limit"), dataset, rendering)
     for name in by_task.keys() - results["tasks"].keys():
         report[name] = {"status": MISMATCH, "problems": [f"the samples hold task {name!r:.60} ({len(by_task[name])} of them), which the results do not have"]}
     verified = all(entry["status"] in (VERIFIED, NOT_COMPUTED) for entry in report.values())
     return {"verified": verified, "tasks": report, "equita": equita_version()}
 
 
-def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset) -> dict:
-    """Status and problems of one task; `limit` is the run's --limit, `dataset(eval_task)` the data at hand."""
+def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset, rendering: dict) -> dict:
+    """Status and problems of one task; `limit` is the run's --limit, `dataset(eval_task)` the data at hand,
+    `rendering` how the run rendered chat prompts (see verify_results)."""
     eval_task = EVAL_TASKS.get(name)
     if eval_task is None:
         return _entry([], [f"unknown task {name!r}: this equita ({equita_version()}) does not define it"], [])
@@ -160,19 +168,29 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset) -> 
         mismatches.append(f"the samples are not the rows the run takes (--limit {limit}): sample {first + 1} is {ids[first]}, the run's is {taken[first]}")
     rows = [by_id[i] for i in ids]
 
-    # 3. The prompts: each sample's request rebuilt from its row, bound to its rendered prompt by the cache key.
+    # 3. The prompts: each sample's request rebuilt from its row and rendered again as the run rendered
+    # it, compared whole (a prompt with anything added is not the task's), and bound to the sample's
+    # prompt by the cache key. Prompts that cannot be rendered again make the task not verifiable.
     requests = [eval_task.request(row) for row in rows]
     keys = [request_key(request, s["prompt"]) if isinstance(s["prompt"], str) else "" for s, request in zip(samples, requests)]
-    mismatches += _capped([line for s, row, request, key in zip(samples, rows, requests, keys) for line in _prompt_problems(s, row, request, key, spec.group_by)])
+    prompt_lines, cannot = [], []
+    for s, row, request, key in zip(samples, rows, requests, keys):
+        # Once one prompt cannot be rendered, the others are not tried (a template stopped for its time would be, each).
+        lines, reason = _prompt_problems(s, row, request, key, spec.group_by, rendering if not cannot else {**rendering, "skip": True})
+        prompt_lines += lines
+        if reason and reason not in cannot:
+            cannot.append(reason)
+    mismatches += _capped(prompt_lines)
     if hashlib.sha256("".join(keys).encode()).hexdigest() != task["prompts_sha256"]:
         mismatches.append("prompts_sha256 is not the hash of the samples' prompts")
+    unverifiable = [f"prompts: {reason}; they cannot be compared with the task's" for reason in cannot]
 
     # 4. The answers and what the metric was given for each row.
     responses = [sample["response"] for sample in samples]
     unfit = [f"sample {s['id']}: its response does not fit its request ({misfit(r, q) if isinstance(r, dict) else 'not an object'})"
              for s, r, q in zip(samples, responses, requests) if not isinstance(r, dict) or misfit(r, q)]  # fmt: skip
     if unfit:
-        return _entry(mismatches + _capped(unfit), [], [])
+        return _entry(mismatches + _capped(unfit), unverifiable, [])
     inputs = eval_task.metric_inputs(rows, responses)
     input_problems, start = [], 0
     for sample, row in zip(samples, rows):
@@ -185,16 +203,16 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset) -> 
     # 5. The metric, recomputed from the rebuilt inputs with the recorded options.
     metric_record = task["metric"]
     if metric_record["name"] != eval_task.metric:
-        return _entry(mismatches, [f"metric {metric_record['name']!r:.40} recorded, this equita scores {name} with {eval_task.metric}"], [])
+        return _entry(mismatches, unverifiable + [f"metric {metric_record['name']!r:.40} recorded, this equita scores {name} with {eval_task.metric}"], [])
     options = metric_record["options"]
     # Options beyond the task's own name a model of the run's machine (a path, a Hub id): a
     # results file never decides what is loaded here. Different fixed ones are another equita's scoring.
     extra = sorted(options.keys() - eval_task.metric_options.keys())
     if extra:
-        return _entry(mismatches, [f"metric options {', '.join(extra)} chose the metric's model for the run; it is not loaded from a results file"], [])
+        return _entry(mismatches, unverifiable + [f"metric options {', '.join(extra)} chose the metric's model for the run; it is not loaded from a results file"], [])
     changed = [f"{key} {_show(options.get(key))} recorded, {_show(value)} here" for key, value in eval_task.metric_options.items() if options.get(key) != value]
     if changed:
-        return _entry(mismatches, [f"metric options differ from this equita's {name}: {'; '.join(changed)}"], [])
+        return _entry(mismatches, unverifiable + [f"metric options differ from this equita's {name}: {'; '.join(changed)}"], [])
     metric, code_sha = load_metric(eval_task.metric)
     if code_sha != metric_record["module_sha256"]:
         notes.append(f"metric {eval_task.metric}: its code differs from the run's (module_sha256 {metric_record['module_sha256'][:12]} recorded, "
@@ -203,9 +221,9 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset) -> 
         scored = metric.compute(**inputs, **options)
     except OSError as error:
         # As in the run: the metric's own model (BERTScore encoder, neutrality classifier) is not at hand.
-        return _entry(mismatches, [f"{eval_task.metric}'s model could not be loaded: {error}"], notes)
+        return _entry(mismatches, unverifiable + [f"{eval_task.metric}'s model could not be loaded: {error}"], notes)
     except (ValueError, TypeError, KeyError) as error:
-        return _entry(mismatches + [f"{eval_task.metric} refused the samples' inputs: {error}"], [], notes)
+        return _entry(mismatches + [f"{eval_task.metric} refused the samples' inputs: {error}"], unverifiable, notes)
     recomputed = _plain({key: value for key, value in scored.items() if key not in eval_task.per_row_keys})
     mismatches += _capped(_differences("results", task["results"], recomputed))
     per_row = _plain(eval_task.per_row(scored, rows, responses))
@@ -213,27 +231,71 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset) -> 
     for sample, fields in zip(samples, per_row):
         row_problems += [f"sample {sample['id']}: {line}" for line in _differences("", {k: sample.get(k, ABSENT) for k in fields}, fields)]
     mismatches += _capped(row_problems)
-    return _entry(mismatches, [], notes)
+    return _entry(mismatches, unverifiable, notes)
 
 
-def _prompt_problems(sample: dict, row: dict, request, key: str, group_by: str) -> list[str]:
-    """What is wrong with one sample's prompt, continuations and group, given its dataset row."""
+def _prompt_problems(sample: dict, row: dict, request, key: str, group_by: str, rendering: dict) -> tuple[list[str], str | None]:
+    """(what is wrong with one sample's prompt, continuations and group given its dataset row;
+    why its prompt cannot be rendered again, or None)."""
     prompt, where = sample["prompt"], f"sample {sample['id']}"
     if not isinstance(prompt, str):
-        return [f"{where}: prompt is not text"]
-    problems = []
+        return [f"{where}: prompt is not text"], None
+    problems, cannot = [], None
     if key != sample["prompt_sha256"]:
         problems.append(f"{where}: prompt_sha256 is not the key of its request and prompt (the prompt or a setting was changed)")
-    # The model's chat template rendered the prompt: the row's texts must be in it, as written.
-    if request.user not in prompt:
-        problems.append(f"{where}: its prompt does not hold the dataset row's user text")
-    if request.system and request.system not in prompt:
-        problems.append(f"{where}: its prompt does not hold the dataset row's system text")
+    sent = _sent_messages(prompt) if request.chat and rendering["server"] else None
+    if sent is not None:
+        # A server run without --tokenizer records the messages it sent, as JSON (which escapes the
+        # row's newlines): they must be the request's messages, nothing added or changed.
+        if sent != messages(request):
+            problems.append(f"{where}: its prompt's messages are not the ones its task makes of the dataset row ({_messages_difference(sent, messages(request))})")
+    elif not rendering.get("skip"):
+        try:
+            expected = render_recorded(request, rendering["chat_format"])
+        except CannotRender as error:
+            expected, cannot = None, str(error)
+        if expected is not None and prompt != expected and rendering["dated"]:
+            # Such a template (Llama 3's) writes today's date into the prompt: rendered on another day, it differs.
+            cannot = "the chat template writes the date it is rendered on (strftime_now), and rendered today it differs"
+        elif expected is not None and prompt != expected:
+            problems.append(f"{where}: its prompt is not the one its task renders from the dataset row ({_first_difference(prompt, expected)})")
     if isinstance(request, Loglikelihood) and sample.get("continuations") != list(request.continuations):
         problems.append(f"{where}: continuations {_show(sample.get('continuations', ABSENT))} recorded, {_show(list(request.continuations))} from the row")
     if sample.get("group") != row[group_by]:
         problems.append(f"{where}: group {_show(sample.get('group', ABSENT))} recorded, {_show(row[group_by])} from the row")
-    return problems
+    return problems, cannot
+
+
+def _sent_messages(prompt: str):
+    """The messages of a prompt that is the JSON `{"messages": [...]}` a server run records, else None."""
+    if not prompt.startswith('{"messages"'):
+        return None
+    try:
+        value = json.loads(prompt)
+    except (ValueError, RecursionError):
+        return None
+    return value["messages"] if isinstance(value, dict) and value.keys() == {"messages"} else None
+
+
+def _messages_difference(recorded, expected: list[dict]) -> str:
+    """Which message differs, and where in its text."""
+    roles = [m.get("role") if isinstance(m, dict) else None for m in recorded] if isinstance(recorded, list) else None
+    if roles != [m["role"] for m in expected]:
+        return f"recorded roles {_show(roles)}, the task's {_show([m['role'] for m in expected])}"
+    for sent, made in zip(recorded, expected):
+        if sent != made:
+            content = sent.get("content")
+            if sent.keys() != made.keys() or not isinstance(content, str):
+                return f"the {made['role']} message: recorded {_show(sent)}, the task's {_show(made)}"
+            where = _first_difference(content, made["content"], other="the task's")
+            return f"the {made['role']} message, {where}"
+    return "they differ"
+
+
+def _first_difference(recorded: str, expected: str, other: str = "rendered") -> str:
+    """Where two prompts part, shown as a few characters of each from there."""
+    at = next((i for i, (a, b) in enumerate(zip(recorded, expected)) if a != b), min(len(recorded), len(expected)))
+    return f"from character {at}: recorded {_show(recorded[at : at + 40])}, {other} {_show(expected[at : at + 40])}"
 
 
 def _entry(mismatches: list[str], unverifiable: list[str], notes: list[str]) -> dict:
