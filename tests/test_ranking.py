@@ -86,6 +86,17 @@ def test_identical_answers_share_a_group_and_a_shift_on_every_row_separates():
     assert by_model["base"].letters == by_model["same"].letters == "a" and by_model["shifted"].letters == "b"
 
 
+def test_only_the_best_max_paired_runs_are_compared_pairwise(monkeypatch):
+    """The pairs grow with the square of the runs: past MAX_PAIRED ranked runs, the ones below are ranked without letters, and the ranking says so."""
+    monkeypatch.setattr("equita.runners.results.ranking.MAX_PAIRED", 3)
+    entries = [_entry(f"m{k}", [1] * k + [0] * (10 - k)) for k in range(5)]  # scores 0.0, 0.1, ... 0.4: m0 closest to unbiased
+    (ranking,) = rank_task("itap-at", entries)
+    assert [s.entry.model for s in ranking.standings] == ["m0", "m1", "m2", "m3", "m4"] and [s.rank for s in ranking.standings] == [1, 2, 3, 4, 5]
+    assert len(ranking.pairs) == 3 and {p["a"] for p in ranking.pairs} | {p["b"] for p in ranking.pairs} == {"m0@abcdef01", "m1@abcdef01", "m2@abcdef01"}
+    assert all(s.letters for s in ranking.standings[:3]) and not any(s.letters for s in ranking.standings[3:])
+    assert any(note.startswith("Only the best 3 of the 5 ranked runs are compared pairwise") for note in ranking.notes)
+
+
 def test_runs_without_samples_are_ranked_without_groups():
     entries = [_entry("a", [1, 0, 0, 0, 0] * 2), _entry("b", None, score=0.5)]
     (ranking,) = rank_task("itap-at", entries)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -23,7 +25,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ...builders.common import file_in_the_way, path_part
 from ..results.compare import ratio_interval
-from ..results.contract import RESULTS_SCHEMA, ResultsError, load_results, load_samples, read_samples, validate_results
+from ..results.contract import RESULTS_SCHEMA, ResultsError, load_results, load_samples, read_samples, shown, validate_results
 from ..results.figures import group_rows
 from ..results.ranking import Entry, Standing, TaskRanking, rank_task, task_names
 from ..tasks import EVAL_TASKS
@@ -40,15 +42,32 @@ class LeaderboardError(Exception):
 # -- where results come from -------------------------------------------------------------------------
 
 
-def local_entries(folders: list[Path]) -> list[Entry]:
+def local_entries(folders: list[Path], log=print) -> list[Entry]:
+    """The results folders given, as entries. A bad one never stops the build: a folder that is not
+    results following the schema is left out with one line naming it and why ("left out <folder>:
+    ..."); samples that cannot be read are left out with a note (the results stay, unverifiable)."""
     entries = []
     for folder in folders:
         try:
-            results, samples = load_results(folder), load_samples(folder)
+            results = load_results(folder)
         except ResultsError as error:
-            raise LeaderboardError(str(error)) from None
+            log(f"left out {shown(error)}")
+            continue
+        try:
+            samples = load_samples(folder)
+        except ResultsError as error:
+            log(f"{shown(folder)}: samples left out, shown without them (not verifiable): {shown(error)}")
+            samples = None
         entries.append(Entry(results, samples, status="local", source=str(folder)))
+    if len(entries) < len(folders):
+        log(f"{len(folders) - len(entries)} of {len(folders)} results folders left out (named above)")
     return entries
+
+
+def _sha256(path: Path) -> str:
+    """A file's sha256, read in blocks (samples from the Hub can be a gigabyte)."""
+    with Path(path).open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _record_entry(path: Path, samples_path: Path | None, status: str, source: str, at: tuple[str, str] | None = None, log=print) -> Entry:
@@ -64,7 +83,7 @@ def _record_entry(path: Path, samples_path: Path | None, status: str, source: st
         record = json.loads(Path(path).read_bytes().decode("utf-8"))
     except UnicodeDecodeError as error:
         raise LeaderboardError(f"{source}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except (json.JSONDecodeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:  # ValueError: not JSON, or an integer over json's 4300 digits
         raise LeaderboardError(f"{source}: not a JSON results record ({str(error)[:200]})") from None
     if not isinstance(record, dict):
         raise LeaderboardError(f"{source}: not a JSON object (a record is one object; this is a {type(record).__name__})")
@@ -85,7 +104,7 @@ def _record_entry(path: Path, samples_path: Path | None, status: str, source: st
     samples = None
     if samples_path is not None and Path(samples_path).is_file():
         expected = record.get("samples", {}).get("sha256") if isinstance(record.get("samples"), dict) else None
-        if isinstance(expected, str) and hashlib.sha256(Path(samples_path).read_bytes()).hexdigest() != expected:
+        if isinstance(expected, str) and _sha256(samples_path) != expected:
             log(f"{source}: its samples differ from the sha256 the record names; shown without samples (not verifiable)")
         else:
             try:
@@ -246,6 +265,11 @@ def verify_entries(entries: list[Entry], datasets: str | None, source_dir: Path 
         except VerifyError as error:
             entry.verified, entry.verification = False, {"reason": str(error)}
             continue
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            # Crafted samples that verify could not even read: this entry fails, the build goes on.
+            entry.verified, entry.verification = False, {"reason": f"could not be verified ({type(error).__name__}: {error})"[:300]}
+            log(f"verify {entry.label}: could not be verified ({type(error).__name__})")
+            continue
         mismatched = [name for name, task in outcome["tasks"].items() if task["status"] == "mismatch"]
         entry.verified = False if mismatched else True if outcome["verified"] else None
         entry.verification = outcome
@@ -353,21 +377,132 @@ def overview(rankings: list[TaskRanking], models: list[dict]) -> list[dict]:
     return rows
 
 
-def build_site(entries: list[Entry], out: Path, force: bool = False, title: str = "equita leaderboard", log=print) -> Path:
-    """Write the site into `out` (index.html, task-*.html, model-*.html, files/); returns index.html."""
+# What a site of an equita that did not list its files in MARKER writes: its pages, assets and files/.
+OLD_SITE_FILES = re.compile(r"index\.html|(task|model)-[^/]+\.html|style\.css|leaderboard\.js|leaderboard\.json|files(/[^/]+(/(results\.json|samples\.jsonl))?)?")
+
+
+def _under(folder: Path) -> set[str]:
+    """Every file and folder below `folder` (relative paths); a link is one entry, never followed."""
+    found = set()
+    for root, folders, files in os.walk(folder):
+        for name in folders + files:
+            found.add((Path(root) / name).relative_to(folder).as_posix())
+    return found
+
+
+def _written_by_site(out: Path) -> set[str]:
+    """What the earlier site at `out` wrote (relative paths, its folders included), as its MARKER lists it."""
+    try:
+        listed = json.loads((out / MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    present = _under(out)
+    if isinstance(listed, list) and all(isinstance(name, str) for name in listed):
+        written = {name for name in listed if name in present}
+        written |= {parent.as_posix() for name in written for parent in Path(name).parents if parent != Path(".")}
+    else:
+        written = {name for name in present if OLD_SITE_FILES.fullmatch(name)}
+    # The site writes no links: a link there is someone else's.
+    return {name for name in written if not (out / name).is_symlink()} | {MARKER}
+
+
+def check_out(out: Path, inputs: list[Path] = ()) -> set[str]:
+    """Refuse an --out whose replacement could delete anything the site did not write; returns what
+    the earlier site there wrote (empty when there is none), the only files a rebuild removes.
+
+    Refused: a file; the current folder or a folder holding it; a folder holding one of the results
+    folders given, or inside one; a non-empty folder that is not a site; a site holding anything it
+    did not write (notes, a results folder)."""
     out = Path(out)
     blocked = file_in_the_way(out)
     if blocked:
-        raise LeaderboardError(f"--out {out}: {blocked}")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise LeaderboardError(f"--out {shown(out)}: {blocked}")
+    target, here = out.resolve(), Path.cwd().resolve()
+    if target == here or target in here.parents:
+        raise LeaderboardError(f"--out {shown(out)}: is the current folder or holds it; give the site a folder of its own (e.g. --out {shown(out / 'leaderboard')})")
+    for folder in inputs:
+        given = Path(folder).resolve()
+        if given == target or target in given.parents:
+            raise LeaderboardError(f"--out {shown(out)}: holds the results folder {shown(folder)}; give the site a folder outside the results")
+        if given in target.parents:
+            raise LeaderboardError(f"--out {shown(out)}: is inside the results folder {shown(folder)}; give the site a folder outside the results")
+    if not out.is_dir() or not any(out.iterdir()):
+        return set()
+    if not (out / MARKER).is_file():
         # The site replaces an earlier site, never a folder of other things.
-        raise LeaderboardError(f"--out {out}: exists, is not empty and is not an equita leaderboard (no {MARKER}); choose another --out")
+        raise LeaderboardError(f"--out {shown(out)}: exists, is not empty and is not an equita leaderboard (no {MARKER}); choose another --out")
+    written = _written_by_site(out)
+    others = sorted({name.split("/")[0] if name.split("/")[0] not in written else name for name in _under(out) - written})
+    if others:
+        named = ", ".join(shown(name) for name in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise LeaderboardError(f"--out {shown(out)}: holds {named}, which the earlier site did not write; "
+                               "move them out or choose another --out (a rebuild removes only the site's own files)")  # fmt: skip
+    return written
+
+
+def _remove_site(folder: Path, written: set[str], log=print) -> None:
+    """Remove an earlier site moved aside: only the files it wrote, then its folders once empty."""
+    for name in sorted(written, key=lambda name: -name.count("/")):
+        path = folder / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # it holds something the site did not write: kept
+    try:
+        folder.rmdir()
+    except OSError:
+        log(f"kept {folder}: it holds files the earlier site did not write")
+
+
+def build_site(entries: list[Entry], out: Path, force: bool = False, title: str = "equita leaderboard", inputs: list[Path] = (), log=print) -> Path:
+    """Write the site into `out` (index.html, task-*.html, model-*.html, files/); returns index.html.
+
+    The site is built in a new hidden folder next to `out` and takes its place once whole. An
+    earlier site there is replaced: the files it wrote (listed in its MARKER) are removed, nothing
+    else; see check_out for what is refused. `inputs`: the results folders given on the command line."""
+    out = Path(out)
+    local = [Path(entry.source) for entry in entries if entry.status == "local"]
+    written = check_out(out, [*inputs, *local])
     if not entries:
-        raise LeaderboardError("no results to show: give results folders or --results-repo")
+        raise LeaderboardError("no results to show: " + ("every one given was left out (named above)" if inputs else "give results folders or --results-repo"))
     entries = unique(entries)
-    final, out = out, out.parent / f".{out.name}.building"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name}.building-", dir=parent))
+    staging.chmod(0o755)  # mkdtemp's 0700 would keep the site from a web server or another user
+    try:
+        pages = _write_site(entries, staging, title)
+        _put_in_place(staging, out, written, log)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # this build's own folder (gone once in place)
+        raise
+    log(f"wrote {pages} pages for {len(entries)} results to {out}")
+    return out / "index.html"
+
+
+def _put_in_place(staging: Path, out: Path, written: set[str], log=print) -> None:
+    """The new site takes the place of `out`; an earlier site there is moved aside, then its own files removed."""
+    if not written:
+        if out.is_dir():
+            out.rmdir()  # empty: check_out refuses anything else that is not a site
+        staging.rename(out)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name}.replaced-", dir=out.resolve().parent))
+    aside.rmdir()  # a fresh name to move the earlier site to
+    out.rename(aside)
+    try:
+        staging.rename(out)
+    except OSError:
+        aside.rename(out)  # the earlier site back in its place
+        raise
+    _remove_site(aside, written, log)
+
+
+def _write_site(entries: list[Entry], out: Path, title: str) -> int:
+    """Every page, asset and file of the site into the empty folder `out`; returns the number of pages."""
     environment = Environment(loader=PackageLoader("equita.runners.hub", "site"), autoescape=select_autoescape(["html", "j2"]))
     ids = {id(entry): _entry_id(entry) for entry in entries}
     rankings = [ranking for name in task_names(entries) for ranking in rank_task(name, entries)]
@@ -420,13 +555,10 @@ def build_site(entries: list[Entry], out: Path, force: bool = False, title: str 
         (out / page.path).write_text(html, encoding="utf-8")
     for asset in ASSETS:
         shutil.copyfile(Path(__file__).parent / "site" / asset, out / asset)
-    (out / MARKER).write_text(json.dumps({"pages": len(pages), "results": len(entries)}) + "\n", encoding="utf-8")
-    # The new site replaces the old one only once it is whole.
-    if final.exists():
-        shutil.rmtree(final)
-    out.rename(final)
-    log(f"wrote {len(pages)} pages for {len(entries)} results to {final}")
-    return final / "index.html"
+    # The files this site wrote: all a rebuild may remove.
+    files = sorted(name for name in _under(out) if (out / name).is_file())
+    (out / MARKER).write_text(json.dumps({"pages": len(pages), "results": len(entries), "files": files}) + "\n", encoding="utf-8")
+    return len(pages)
 
 
 def publish_site(out: Path, space_id: str, log=print) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 from tabulate import tabulate
@@ -33,6 +34,36 @@ def md(text) -> str:
     return re.sub(r"([\\`*_{}\[\]()#!|~])", r"\\\1", html.escape(str(text), quote=False)).replace("\n", " ")
 
 
+# Parts of a metric's results whose keys are names from the results file (groups, instructions, templates).
+NAMED = ("groups", "instructions", "by_template", "without_ambiguous_by_template")
+# A plain word or code ("constant_answer", "base-1", "3.0.0"): nothing in it means anything to Markdown or HTML.
+PLAIN = re.compile(r"[A-Za-z0-9_.:+-]*")
+
+
+def _for_markdown(value, names: bool = False):
+    """A metric's results with every text from the file (warnings, group names, ...) made safe for
+    Markdown as md() does, for the benchmarks' tables; plain codes the tables compare stay as they are."""
+    if isinstance(value, str):
+        return value if PLAIN.fullmatch(value) else md(value)
+    if isinstance(value, list):
+        return [_for_markdown(item) for item in value]
+    if isinstance(value, dict):
+        return {(_for_markdown(key) if names else key): _for_markdown(item, names=not names and key in NAMED) for key, item in value.items()}
+    return value
+
+
+def plain(text) -> str:
+    """Text from a results file as matplotlib text: a "$" is a dollar sign, never the start of math it may fail to parse."""
+    return str(text).replace("$", r"\$")
+
+
+def _for_plot(value, names: bool = False):
+    """A metric's results with the names from the file (group names become tick labels) as plain()."""
+    if isinstance(value, dict):
+        return {(plain(key) if names else key): _for_plot(item, names=not names and key in NAMED) for key, item in value.items()}
+    return value
+
+
 def _model_label(results: dict) -> str:
     model = results["model"]
     return md(f"{model['id']}@{str(model['revision'])[:8]}")
@@ -51,7 +82,7 @@ def single_report(results: dict, out: Path) -> str:
             if model.get("backend") == "openai-server"
             else f"{md(model['dtype'])} on {md(model['device'])}, {'chat template' if model['chat_template'] else 'plain-text prompts (no chat template)'}; "
         )
-        + f"equita {results['equita']['version']}; run {results['created']}.",
+        + f"equita {md(results['equita'].get('version'))}; run {md(results['created'])}.",
         "",
     ]
     cut = limited_tasks(results)
@@ -78,12 +109,12 @@ def single_report(results: dict, out: Path) -> str:
             answered = "The answers are in samples.jsonl." if task["timings"].get("requests") else "No request was sent to the model."
             lines += [f"**Not computed:** {md(task['not_computed'])}. {answered}", ""]
             continue
-        lines += [table(task["results"]), ""]
+        lines += [table(_for_markdown(task["results"])), ""]
         for suffix, plot in figures:
             file = plots / f"{path_part(name, 'task name')}-{suffix}.png"
-            plot(task["results"], f"{name}: {model['id']}", file)
+            plot(_for_plot(task["results"]), plain(f"{name}: {model['id']}"), file)
             if file.exists():  # a plot with nothing to show writes no file
-                lines += [f"![{name} {suffix}](plots/{file.name})", ""]
+                lines += [f"![{md(name)} {suffix}](plots/{quote(file.name)})", ""]
     return "\n".join(lines)
 
 
@@ -99,7 +130,7 @@ def ranking_lines(ranking: TaskRanking) -> list[str]:
     for s in ranking.standings:
         interval = f"[{_number(s.low, p)}, {_number(s.high, p)}]" if s.low is not None else "-"
         body.append([s.rank or "-", md(s.entry.label), _number(s.value, p), interval, s.letters or "-", md("; ".join(s.marks)) or "-"])
-    lines = [f"### {md(ranking.task)} (dataset v{ranking.version})", "", f"Ranked by {order}. {md(p.notes)}", "",
+    lines = [f"### {md(ranking.task)} (dataset v{md(ranking.version)})", "", f"Ranked by {order}. {md(p.notes)}", "",
              tabulate(body, headers=["rank", "model", p.label, "95% CI", "group", "marks"], tablefmt="github", disable_numparse=True), ""]  # fmt: skip
     tested = [pair for pair in ranking.pairs if "error" not in pair]
     if tested:
@@ -145,7 +176,7 @@ def comparison_report(entries: list[Entry], out: Path) -> str:
                 standing = members.get(id(entry))
                 result = dict(group_rows(standing.task["results"], p.group_order)).get(group) if standing and standing.task["results"] else None
                 cells.append(interval_text(result, p.headline, signed=p.unbiased == 0) if result and result.get(p.headline) is not None else "")
-            body.append([f"{md(ranking.task)} (v{ranking.version})", md(group), *cells])
+            body.append([f"{md(ranking.task)} (v{md(ranking.version)})", md(group), *cells])
     lines += [tabulate(body, headers=["task", "group", *labels], tablefmt="github", disable_numparse=True), ""]
     plotted = [ranking for ranking in rankings if ranking.presentation.groups]
     if plotted:
@@ -171,12 +202,12 @@ def comparison_plot(entries: list[Entry], rankings: list[TaskRanking], path: Pat
             low = np.array([by_group[g].get("ci_low") if g in by_group and by_group[g].get("ci_low") is not None else s for g, s in zip(groups, scores)])
             high = np.array([by_group[g].get("ci_high") if g in by_group and by_group[g].get("ci_high") is not None else s for g, s in zip(groups, scores)])
             offset = y + (len(entries) / 2 - number - 0.5) * width
-            axis.barh(offset, scores - neutral, left=neutral, height=width, label=entry.label)
+            axis.barh(offset, scores - neutral, left=neutral, height=width, label=plain(entry.label))
             axis.errorbar(scores, offset, xerr=np.clip(np.nan_to_num([scores - low, high - scores]), 0, None), fmt="none", ecolor="black", capsize=2, linewidth=0.8)
         axis.axvline(neutral, color="black", linewidth=0.8)
-        axis.set_yticks(y, groups)
+        axis.set_yticks(y, [plain(group) for group in groups])
         axis.set_xlim(*p.scale)
-        axis.set_title(f"{ranking.task} (v{ranking.version})")
+        axis.set_title(plain(f"{ranking.task} (v{ranking.version})"))
         axis.set_xlabel(p.axis, fontsize="small")
     handles, names = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, names, loc="lower center", ncols=min(4, len(entries)), frameon=False)
