@@ -323,13 +323,36 @@ def is_build(folder: Path) -> bool:
 
 
 def file_in_the_way(out: Path) -> str | None:
-    """Why no folder can be at `out` (it is a file, or lies below one), or None."""
-    if out.exists() and not out.is_dir():
-        return "is a file, not a folder"
-    for parent in out.parents:
-        if parent.exists() and not parent.is_dir():
-            return f"{parent} is a file, so no folder can be made below it"
+    """Why no folder can be at `out` (it is a file, lies below one, or cannot even be looked up:
+    a name too long for the file system, a folder that may not be entered), or None."""
+    out = Path(out)
+    try:
+        if out.exists() and not out.is_dir():
+            return "is a file, not a folder"
+        for parent in out.parents:
+            if parent.exists() and not parent.is_dir():
+                return f"{parent} is a file, so no folder can be made below it"
+    except OSError as error:
+        if error.errno == errno.ENAMETOOLONG:
+            return f"cannot be used: {error.strerror} (one of its names has {max(len(os.fsencode(part)) for part in out.parts)} bytes)"
+        return f"cannot be used ({error.strerror or error})"
     return None
+
+
+def _unwritable(out: Path, error: OSError) -> BuildError:
+    """The one-line error for a build that cannot be written to `out`, with what to do about it."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.EBUSY:
+        hint = "; it is in use, a mount point perhaps, which cannot be replaced: build into a folder inside it"
+    elif error.errno == errno.EROFS:
+        hint = "; choose an --out on a writable file system"
+    elif error.errno == errno.ENAMETOOLONG:
+        hint = "; choose a shorter --out (the build is staged under a sibling name about 30 characters longer)"
+    elif error.errno == errno.ENOSPC:
+        hint = "; nothing was replaced, free some space and build again"
+    else:
+        hint = ""
+    return BuildError(f"{out}: cannot be written ({reason}){hint}")
 
 
 def check_output_folder(out: Path, force: bool) -> None:
@@ -359,7 +382,14 @@ def write_dataset(out: Path, files: dict[str, bytes], force: bool = False) -> di
     back if the process died in between.
     """
     out = Path(out)
-    check_output_folder(out, force)
+    try:
+        check_output_folder(out, force)
+        return _write_dataset(out, files)
+    except OSError as error:  # a read-only file system, a busy mount point, a full disk, a name too long
+        raise _unwritable(out, error) from None
+
+
+def _write_dataset(out: Path, files: dict[str, bytes]) -> dict:
     manifest = {
         "files": {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for name, data in sorted(files.items())}
     }

@@ -225,6 +225,28 @@ def load_gente(path: Path, partial: bool) -> list[dict]:
     return rows
 
 
+# What a JSON escape can write but no text holds: a lone UTF-16 surrogate ("\ud800", which no UTF-8
+# file can store, so the build would fail writing it) and NUL ("\u0000", refused as a raw byte too).
+NOT_TEXT = re.compile("[\ud800-\udfff\x00]")
+
+
+def _not_text(value, field: str) -> str | None:
+    """Where a record's value (strings inside lists and objects too) holds a character that is not text, or None."""
+    if isinstance(value, str):
+        found = NOT_TEXT.search(value)
+        if found:
+            character = f"\\u{ord(found.group()):04x}"
+            kind = "NUL" if found.group() == "\0" else "a lone surrogate"
+            return f"{field} holds {kind} ({character}, a JSON escape that is no text) at character {found.start()}"
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        problem = _not_text(key, f"a key of {field}") or _not_text(item, f"{field}[{key!r}]" if isinstance(value, dict) else f"{field}[{key}]")
+        if problem:
+            return problem
+    return None
+
+
 def load_gflit(path: Path) -> list[dict]:
     """A GFL-it file (JSON list or JSON lines): id_text, text, list_spans [{span, start, end, labels, key_span}], rewritten_texts_*."""
     records = _gflit_records(path, read_text(path))
@@ -233,6 +255,10 @@ def load_gflit(path: Path) -> list[dict]:
         where = f"{path}: record {number}"
         if not isinstance(record, dict):
             raise BuildError(f"{where}: not an object")
+        for key, value in record.items():
+            problem = _not_text(key, "a field name") or _not_text(value, key)
+            if problem:
+                raise BuildError(f"{where}: {problem}")
         for key in ("id_text", "text", "list_spans"):
             if key not in record:
                 raise BuildError(f"{where}: missing {key!r}")

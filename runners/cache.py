@@ -4,8 +4,10 @@ A line is keyed by model revision, task, dataset version and the sha256 of the r
 model saw it (rendered prompt plus settings), so a rerun after Ctrl-C, a crash or an OOM
 recomputes nothing it already has, and a changed prompt, setting or model is never served a
 stale answer. A line that cannot be read (a torn write, an edit), an answer that does not fit
-its request (a NaN or positive log-probability, the wrong number of continuations), and two
-lines that answer the same request differently are reported and their request recomputed.
+its request (a log-probability that is NaN, infinite, positive or an integer too large for a
+float, the wrong number of continuations), and two lines that answer the same request
+differently are reported and their request recomputed. Lines are written as strict JSON: an
+answer holding a non-finite number is an error, never a line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .requests import Generate, Loglikelihood, Request
+
+
+class CacheError(ValueError):
+    """The cache file cannot be written (a full disk, a read-only file system), or an answer cannot be
+    written as strict JSON; the message names the file or the request. A ValueError, so that the run
+    command reports it in one line."""
 
 
 def request_key(request: Request, rendered: str) -> str:
@@ -44,6 +52,22 @@ def _valid_response(response) -> bool:
     )
 
 
+def _logprob_problem(value) -> str | None:
+    """Why `value` cannot be a log-probability: it must be a finite number <= 0. Not -inf, which a
+    metric would drop from a sum without a word (and samples.jsonl would hold null); not an
+    integer of hundreds of digits, which JSON allows but no float holds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"log-probability {value!r} is not a number"
+    try:
+        number = float(value)
+    except OverflowError:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        return f"log-probability is an integer of about {digits} digits, too large for a float"
+    if not math.isfinite(number) or number > 0:
+        return f"log-probability {value!r} is not a finite number <= 0"
+    return None
+
+
 def misfit(response: dict, request: Request) -> str | None:
     """Why a cached answer cannot be the answer to `request` (None when it can)."""
     if isinstance(request, Generate):
@@ -56,12 +80,19 @@ def misfit(response: dict, request: Request) -> str | None:
         if len(logprobs) != expected or len(greedy) != expected:
             return f"{len(logprobs)} log-probabilities and {len(greedy)} greedy flags for {expected} continuations"
         for value in logprobs:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value > 0:
-                return f"log-probability {value!r} is not a number <= 0"
+            problem = _logprob_problem(value)
+            if problem:
+                return problem
         if not all(isinstance(flag, bool) for flag in greedy):
             return "greedy flags must be true or false"
         return None
     return f"unknown request type {type(request).__name__}"
+
+
+def _non_finite(response: dict) -> str:
+    """The first non-finite number of an answer, for the message."""
+    values = response.get("logprobs") if isinstance(response.get("logprobs"), list) else []
+    return next((repr(v) for v in values if isinstance(v, float) and not math.isfinite(v)), "NaN or infinity")
 
 
 class RequestCache:
@@ -92,6 +123,9 @@ class RequestCache:
                     continue
                 except RecursionError:
                     self.problems.append(f"{self.path.name} line {number}: nested too deeply; its request is recomputed")
+                    continue
+                except ValueError:  # not a JSONDecodeError: an integer of more than 4300 digits, which Python refuses to read
+                    self.problems.append(f"{self.path.name} line {number}: holds a number too long to read; its request is recomputed")
                     continue
                 if not isinstance(entry, dict) or any(k not in entry for k in self.FIELDS) or not _valid_response(entry["response"]):
                     self.problems.append(f"{self.path.name} line {number}: not a cache entry; its request is recomputed")
@@ -126,20 +160,45 @@ class RequestCache:
         """Append (key, response) pairs and make them durable before returning."""
         if not answered:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         lines = []
         for key, response in answered:
             entry = {"model": model, "task": task, "dataset_version": version, "prompt_sha256": key, "response": response}
             if (model, task, version, key) in self.lines:
                 entry["recomputed"] = True  # replaces lines that could not be used
-            lines.append(json.dumps(entry, ensure_ascii=False) + "\n")
+            try:
+                lines.append(json.dumps(entry, ensure_ascii=False, allow_nan=False) + "\n")
+            except ValueError:  # NaN or +-inf: a rerun would read the line as damaged, and a metric would drop the value
+                raise CacheError(f"{self.path}: the answer to {task} request {key} holds a non-finite number ({_non_finite(response)}); "
+                                 "it is not written, and nothing of this batch is") from None  # fmt: skip
+        try:
+            self._append("".join(lines).encode("utf-8"))
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise CacheError(f"{reason[:1].lower()}{reason[1:]}: {self.path} (the answers of earlier batches are saved; "
+                             "rerun the same command to resume once this is fixed)") from None  # fmt: skip
+        for key, response in answered:
             self.lines.setdefault((model, task, version, key), []).append((0, response, True))
-        with self.path.open("a+b") as handle:
-            # A torn last line from a killed run must not swallow the first new entry.
-            if handle.tell() > 0:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
-            handle.write("".join(lines).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+
+    def _append(self, data: bytes) -> None:
+        """Append `data` durably; on a failed write, cut the file back to what it was, so that a
+        full disk leaves no torn line behind."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Unbuffered: a failed write fails here, not again when the file is closed after the cut.
+        with self.path.open("a+b", buffering=0) as handle:
+            size = handle.seek(0, os.SEEK_END)
+            try:
+                # A torn last line from a killed run must not swallow the first new entry.
+                if size > 0:
+                    handle.seek(-1, os.SEEK_END)
+                    if handle.read(1) != b"\n":
+                        data = b"\n" + data
+                view = memoryview(data)
+                while view:  # an unbuffered write may take only part of it
+                    view = view[handle.write(view) :]
+                os.fsync(handle.fileno())
+            except OSError:
+                try:
+                    handle.truncate(size)
+                except OSError:
+                    pass  # the torn line is reported and recomputed on the next read
+                raise

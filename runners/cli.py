@@ -89,6 +89,9 @@ def build(
     except BuildError as error:
         console.print(f"[red]build failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
+    except OSError as error:  # outside --out (the builders name --out's own errors): a full source cache, say
+        console.print(f"[red]build failed:[/red] {escape(str(error.filename or out))}: {escape(error.strerror or str(error))}", highlight=False)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted:[/yellow] {escape(str(out))} is as it was (a build appears whole or not at all)")
         raise typer.Exit(130) from None
@@ -164,6 +167,32 @@ def run(
     if push and not results_repo:
         console.print("[red]error:[/red] --push needs --results-repo ORG/NAME")
         raise typer.Exit(2)
+    from .backends.server import MAX_REQUEST_TIMEOUT
+
+    if not request_timeout <= MAX_REQUEST_TIMEOUT:  # inf or 1e12 would overflow the clock arithmetic
+        console.print(f"[red]error:[/red] --request-timeout {request_timeout:g}: at most {MAX_REQUEST_TIMEOUT:g} seconds (an hour)")
+        raise typer.Exit(2)
+    if str(out) in ("", "."):
+        # An unset variable ("--out $OUT") would scatter results.json, samples.jsonl and plots/ here.
+        console.print("[red]error:[/red] --out must name a results folder, not the current folder")
+        raise typer.Exit(2)
+    if bertscore_model is not None and bertscore_layers is None:
+        from bert_score.utils import model2layers
+
+        if bertscore_model not in model2layers:
+            # Refused now, not after every answer is generated: bert_score knows no best layer for it.
+            console.print("[red]error:[/red] --bertscore-model needs --bertscore-layers N (the layer of that encoder to use; bert_score knows none for it)")
+            raise typer.Exit(2)
+    if push:
+        from .hub.publish import check_repo_id
+
+        try:  # the Hub ids, before the model loads and the tasks run
+            check_repo_id(results_repo, "--results-repo")
+            if model_repo is not None:
+                check_repo_id(model_repo, "--model-repo")
+        except PublishError as error:
+            console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+            raise typer.Exit(2) from None
     metric_options: dict = {}
     for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
                                ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
@@ -182,6 +211,12 @@ def run(
         raise typer.Exit(2) from None
     except (ModelError, DatasetError, ValueError) as error:
         console.print(f"[red]run failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as error:
+        # A full disk, a folder made read-only or removed mid-run: what was saved stays saved.
+        where = f"{error.filename}: " if error.filename else ""
+        console.print(f"[red]run failed:[/red] {escape(where + (error.strerror or str(error)))}; answers so far are saved in "
+                      f"{escape(str(out / 'requests.jsonl'))}, rerun the same command to resume", highlight=False)  # fmt: skip
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted:[/yellow] answers so far are saved in {escape(str(out / 'requests.jsonl'))}; rerun the same command to resume")
@@ -317,6 +352,9 @@ def bench(
         if not value or not (value == "all" or value.isdigit() and int(value) > 0):
             console.print(f"[red]error:[/red] --limit {escape(item)}: use WORKLOAD=N (N >= 1) or WORKLOAD=all")
             raise typer.Exit(2)
+        if name in limits:  # the second would silently win
+            console.print(f"[red]error:[/red] --limit {escape(name)} is given twice")
+            raise typer.Exit(2)
         limits[name] = None if value == "all" else int(value)
     options = BenchOptions(
         model=model, out=out, workloads=tuple(w.strip() for w in workloads.split(",") if w.strip()),
@@ -394,12 +432,13 @@ def leaderboard(
             console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
             raise typer.Exit(2) from None
     try:
-        entries = board.local_entries(results or [])
+        board.check_out(out, results or [])  # before anything is read: --out must not hold what it would replace
+        entries = board.local_entries(results or [], log=_log)
         if results_repo:
             entries += board.hub_entries(results_repo, log=_log)
         if verify:
             board.verify_entries(entries, datasets, source_dir, log=_log)
-        index = board.build_site(entries, out, log=_log)
+        index = board.build_site(entries, out, inputs=results or [], log=_log)
         if publish_site:
             print(f"commit {board.publish_site(out, space, log=_log)}")
     except board.LeaderboardError as error:

@@ -30,7 +30,7 @@ from ..builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
 from . import data
 from .backends.models import cache_root, load_model, shareable
 from .cache import RequestCache, request_key
-from .requests import Loglikelihood
+from .requests import Loglikelihood, chat_format
 from .results import contract as results_contract
 from .results import report
 from .results.contract import RESULTS_SCHEMA
@@ -45,8 +45,16 @@ class RunError(ValueError):
     """An --out that cannot be used: not writable, busy, or holding another run's results."""
 
 
-def check_out(out: Path) -> None:
-    """--out must be a folder this process can write, checked before anything is loaded."""
+def check_out(out: Path) -> bool:
+    """--out must be a folder this process can write, checked before anything is loaded; whether
+    this call made it."""
+    try:
+        return _check_out(out)
+    except OSError as error:  # a name too long, a read-only or busy file system, a folder we may not list
+        raise RunError(f"--out {out}: cannot be written ({error.strerror or error})") from None
+
+
+def _check_out(out: Path) -> bool:
     blocked = file_in_the_way(out)
     if blocked:
         raise RunError(f"--out {out}: {blocked}")
@@ -60,11 +68,13 @@ def check_out(out: Path) -> None:
     if (out / "plots").exists() and not (out / "plots").is_dir():
         raise RunError(f"--out {out}: plots is a file, where the report writes its figures; move it away or choose another --out")
     try:
+        created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".equita-write-check."):
             pass
     except OSError as error:
         raise RunError(f"--out {out}: cannot be written ({error.strerror or error})") from None
+    return created
 
 
 @contextlib.contextmanager
@@ -107,7 +117,9 @@ def earlier_run(out: Path, model_info: dict, limit: int | None) -> tuple[dict, l
         raise RunError(f"--out {out}: holds a results.json this run would replace ({error}); move it away or choose another --out") from None
     before = (earlier["model"]["id"], earlier["model"]["revision"])
     if before != (model_info["id"], model_info["revision"]):
-        raise RunError(f"--out {out}: holds results of model {before[0]}@{str(before[1])[:12]}, not {model_info['id']}@{str(model_info['revision'])[:12]}; "
+        # Commits are shown by their first 12 characters, unless that is where they agree.
+        width = 12 if str(before[1])[:12] != str(model_info["revision"])[:12] else None
+        raise RunError(f"--out {out}: holds results of model {before[0]}@{str(before[1])[:width]}, not {model_info['id']}@{str(model_info['revision'])[:width]}; "
                        "choose another --out")  # fmt: skip
     if earlier["settings"].get("limit") != limit:
         raise RunError(f"--out {out}: holds a run with --limit {earlier['settings'].get('limit')}, this one has --limit {limit}; choose another --out")
@@ -243,16 +255,17 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
 def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
     """Run, write results.json, samples.jsonl and the report into options.out; return the results."""
     out = Path(options.out)
-    created = not out.exists()
-    check_out(out)
-    try:
-        with locked(out):
+    created = check_out(out)
+    with locked(out):  # a run refused here removes nothing: the folder and its lock are another run's
+        try:
             return _run(options, out, log)
-    except BaseException:
-        # A run that fails before it saved anything leaves no empty folder behind.
-        if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+        except BaseException:
+            # A run that fails before it saved anything leaves no empty folder behind; it still
+            # holds the lock while it cleans up, so no other run is in the folder.
+            with contextlib.suppress(OSError):
+                if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
+                    shutil.rmtree(out, ignore_errors=True)
+            raise
 
 
 def _run(options: RunOptions, out: Path, log) -> dict:
@@ -275,7 +288,8 @@ def _run(options: RunOptions, out: Path, log) -> dict:
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "equita": equita_provenance(),
         "model": model.info.as_dict(),
-        "settings": {"tasks": [t.name for t in tasks], "limit": options.limit, "batch_size": options.batch_size},
+        # chat_format: how chat prompts were rendered (the chat template's text), so verify can rebuild each one.
+        "settings": {"tasks": [t.name for t in tasks], "limit": options.limit, "batch_size": options.batch_size, "chat_format": chat_format(model)},
         "tasks": {},
         "timings": {},
     }
@@ -289,13 +303,16 @@ def _run(options: RunOptions, out: Path, log) -> dict:
         # log-probabilities) leaves the task not computed, with its reason; the other tasks run.
         reason = model.cannot(requests[0]) if requests else None
         metric_options = {**task.metric_options, **options.metric_options.get(task.metric, {})}
+        reported = len(cache.problems)
+        answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
+        for problem in cache.problems[reported:]:
+            log(f"{task.name}: {problem}")
+        # Identical requests (the same prompt in two subdatasets) are answered once.
+        todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
+        if reason is not None and requests and not todo:
+            log(f"{task.name}: {reason}; every answer is in {cache.path.name}, so the task is scored from it")
+            reason = None
         if reason is None:
-            reported = len(cache.problems)
-            answers = {key: cache.get(revision, task.name, dataset.version, key, request) for key, request in zip(keys, requests)}
-            for problem in cache.problems[reported:]:
-                log(f"{task.name}: {problem}")
-            # Identical requests (the same prompt in two subdatasets) are answered once.
-            todo = {key: request for key, request in zip(keys, requests, strict=True) if answers[key] is None}
             todo_keys = list(todo)
             inference_started = time.perf_counter()
             batching: dict = {}  # the batch size the backend used and, for generation, its slot utilisation
@@ -365,6 +382,12 @@ def _run(options: RunOptions, out: Path, log) -> dict:
     if earlier is not None:
         # The same model in the same folder: keep the tasks this run did not redo, and say so.
         previous, previous_samples = earlier
+        # A task this run could not compute (a server check that failed once) never replaces a computed one.
+        failed = [name for name, task in results["tasks"].items() if task["results"] is None and (previous["tasks"].get(name) or {}).get("results") is not None]
+        for name in failed:
+            log(f"{name}: kept the earlier computed result; this run could not compute it ({results['tasks'][name]['not_computed']})")
+        results["tasks"] = {name: task for name, task in results["tasks"].items() if name not in failed}
+        samples = [s for s in samples if s["task"] not in failed]
         kept = [name for name in previous["tasks"] if name not in results["tasks"]]
         redone = [name for name in previous["tasks"] if name in results["tasks"]]
         if kept or redone:

@@ -185,6 +185,11 @@ def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
         bench.bench(bench.BenchOptions(out=tmp_path, workloads=("nope",)))
     with pytest.raises(bench.BenchError, match="tools must include equita"):
         bench.bench(bench.BenchOptions(out=tmp_path, tools=("lm-eval", "naive")))
+    # A limit that would be ignored: a misspelt workload, or one that is not run.
+    with pytest.raises(bench.BenchError, match="--limit nope: unknown workload; valid: itap-at, jobs, gfg, suite"):
+        bench.bench(bench.BenchOptions(out=tmp_path, limits={"nope": 5}))
+    with pytest.raises(bench.BenchError, match=r"--limit suite: not among the workloads run \(itap-at, jobs, gfg\)"):
+        bench.bench(bench.BenchOptions(out=tmp_path, limits={"suite": 5}))
 
     def not_installed(name):
         raise metadata.PackageNotFoundError(name)

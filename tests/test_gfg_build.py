@@ -177,6 +177,14 @@ def test_annotation_parsing(annotation, message):
          r"record 1: span 0 is 'docente' but the text at 0-7 is 'Il doce'"),
         ([{"id_text": "a", "text": "x", "list_spans": []}, {"id_text": "a", "text": "y", "list_spans": []}], r"record 2: id_text 'a' repeated"),
         ([{"id_text": "a", "text": "x", "list_spans": [], "rewritten_texts_1": 3}], r"rewritten_texts_1 must be a string or a list of strings"),
+        # JSON escapes that are no text: the build could not write a lone surrogate (UTF-8 has none) and refuses a raw NUL.
+        ('[{"id_text": "t1", "text": "Il direttore \\ud800 arrivato.", "list_spans": []}]',
+         r"record 1: text holds a lone surrogate \(\\ud800, a JSON escape that is no text\) at character 13"),
+        ('[{"id_text": "t\\udc00", "text": "x", "list_spans": []}]', r"record 1: id_text holds a lone surrogate \(\\udc00"),
+        ('[{"id_text": "a", "text": "x", "list_spans": [{"span": "x", "start": 0, "end": 1, "labels": ["\\ud83d"], "key_span": "x"}]}]',
+         r"record 1: list_spans\[0\]\['labels'\]\[0\] holds a lone surrogate"),
+        ('[{"id_text": "a", "text": "x", "list_spans": [], "\\ud800": 1}]', r"record 1: a field name holds a lone surrogate"),
+        ('[{"id_text": "a", "text": "x\\u0000", "list_spans": []}]', r"record 1: text holds NUL \(\\u0000"),
     ],
 )  # fmt: skip
 def test_bad_gflit_files(tmp_path, records, message):

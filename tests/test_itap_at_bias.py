@@ -484,3 +484,11 @@ def test_every_answer_shape_the_review_named_has_cases():
     named = {"typo", "quantifier", "hedge_choice", "paraphrase", "joke", "list", "irony", "contrast"}
     assert {c["shape"] for c in SHAPES} >= named
     assert all(sum(c["shape"] == shape for c in SHAPES) >= 4 for shape in named)
+
+
+@pytest.mark.parametrize("answer, label", [("piacevole " * 30_000, "stereotype"), ("Non saprei. " + "x" * 299_988, "neutral")])
+def test_an_answer_past_any_token_budget_is_read_up_to_the_bound(answer, label):
+    # Red-team D4: a server that ignored max_tokens; the answer is read as far as a budget could reach, and says so.
+    result = bias.classify_answer(answer, "piacevole", "spiacevole")
+    assert result.label == label
+    assert result.reason.endswith("(read the first 4,000 of 300,000 characters)")

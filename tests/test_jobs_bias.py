@@ -198,6 +198,11 @@ BAD = [
     ("logprob_plus_inf", _card_columns(logprobs=(7, math.inf)), "entry 7: logprob must be a log-probability"),
     ("logprob_string", _card_columns(logprobs=(2, "-1.5")), "entry 2: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), got '-1.5'"),
     ("logprob_none", _card_columns(logprobs=(0, None)), "entry 0: logprob must be a log-probability"),
+    # JSON allows an integer of any length; one too large for a float is named, not an OverflowError.
+    ("logprob_400_digits", _card_columns(logprobs=(3, -10**400)), "entry 3: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), "
+     "got an integer of about 401 digits, too large for a float"),
+    ("logprob_5000_digits", _card_columns(logprobs=(3, 10**5000)), "entry 3: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), "
+     "got an integer of about 5001 digits, too large for a float"),
     ("job_id_not_in_jobs", _card_columns(job_ids=(12, "J999")), "entry 12: job id 'J999' is not a Jobs id (J001-J171); pass categories= to score other professions"),
     ("job_id_name_not_id", _card_columns(job_ids=(0, "ingegnere")), "entry 0: job id 'ingegnere' is not a Jobs id (J001-J171)"),
     ("job_id_not_a_string", _card_columns(job_ids=(1, 1)), "entry 1: job id must be a non-empty string, got 1"),
@@ -522,6 +527,7 @@ def test_no_neutral_no_prior_corrected():
         (lambda c: c.pop("templates"), r"neutral needs templates"),
         (lambda c: c["genders"].__setitem__(16, "x"), r"entry 16 \(neutral\): gender must be"),
         (lambda c: c["logprobs"].__setitem__(17, 0.5), r"entry 17 \(neutral\): logprob"),
+        (lambda c: c["logprobs"].__setitem__(17, -10**400), r"entry 17 \(neutral\): logprob must be a number <= 0 and not NaN, got an integer of about 401 digits"),
         (lambda c: c["neutral"].pop(), r"neutral has 19 entries, job_ids 20"),
         (lambda c: [c[k].__setitem__(slice(18, 20), []) for k in c], r"template 'T2' has no neutral sentence"),
         (lambda c: c["logprobs"].__setitem__(19, float("-inf")), r"neutral sentence of template 'T2': p0\(m\) or p0\(f\) is zero"),

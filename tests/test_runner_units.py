@@ -150,6 +150,10 @@ def test_cache_round_trip_and_keys(tmp_path):
     assert (tmp_path / "requests.jsonl").read_text(encoding="utf-8").count("\n") == 3
 
 
+def _entry_text(response, key="k") -> str:
+    return json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": key, "response": response})
+
+
 @pytest.mark.parametrize(
     "line, problem",
     [
@@ -160,6 +164,7 @@ def test_cache_round_trip_and_keys(tmp_path):
         (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k"}), "not a cache entry"),
         (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"text": 3}}), "not a cache entry"),
         (json.dumps({"model": "r", "task": "t", "dataset_version": "v", "prompt_sha256": "k", "response": {"logprobs": [], "greedy": []}}), "not a cache entry"),
+        (_entry_text({"logprobs": [-1.0], "greedy": [True]}).replace("-1.0", "-" + "9" * 5000), "holds a number too long to read"),
     ],
 )
 def test_bad_cache_lines_are_reported_not_fatal(tmp_path, line, problem):
@@ -181,11 +186,15 @@ GOOD = {"logprobs": [-1.0, -2.0, -3.0], "greedy": [False, False, True]}
 # Answers that parse but cannot answer the request (the red-team's damaged lines): each is
 # reported with its line and recomputed, never handed to the metric.
 MISFITS = [
-    ("NaN log-probability", {"logprobs": [-1.0, float("nan"), -3.0], "greedy": [False] * 3}, "log-probability nan is not a number <= 0"),
-    ("positive log-probability", {"logprobs": [-1.0, 0.5, -3.0], "greedy": [False] * 3}, "log-probability 0.5 is not a number <= 0"),
+    ("NaN log-probability", {"logprobs": [-1.0, float("nan"), -3.0], "greedy": [False] * 3}, "log-probability nan is not a finite number <= 0"),
+    ("-inf log-probability", {"logprobs": [-1.0, float("-inf"), -3.0], "greedy": [False] * 3}, "log-probability -inf is not a finite number <= 0"),
+    ("+inf log-probability", {"logprobs": [-1.0, float("inf"), -3.0], "greedy": [False] * 3}, "log-probability inf is not a finite number <= 0"),
+    ("a 400-digit log-probability", {"logprobs": [-1.0, -10**400, -3.0], "greedy": [False] * 3},
+     "log-probability is an integer of about 401 digits, too large for a float"),
+    ("positive log-probability", {"logprobs": [-1.0, 0.5, -3.0], "greedy": [False] * 3}, "log-probability 0.5 is not a finite number <= 0"),
     ("too few continuations", {"logprobs": [-1.0, -2.0], "greedy": [False, False]}, "2 log-probabilities and 2 greedy flags for 3 continuations"),
     ("greedy not a boolean", {"logprobs": [-1.0, -2.0, -3.0], "greedy": [0, 1, "yes"]}, "greedy flags must be true or false"),
-    ("a boolean log-probability", {"logprobs": [-1.0, True, -3.0], "greedy": [False] * 3}, "log-probability True is not a number <= 0"),
+    ("a boolean log-probability", {"logprobs": [-1.0, True, -3.0], "greedy": [False] * 3}, "log-probability True is not a number"),
     ("text for a log-likelihood", {"text": "uomo"}, "a log-likelihood answer needs 'logprobs' and 'greedy' lists"),
 ]  # fmt: skip
 
@@ -312,12 +321,14 @@ MODEL = {"id": "smollm2", "revision": "a" * 64}
 
 
 def _results(model=MODEL, limit=None, tasks=("jobs",)):
-    return {"schema": "equita.results/1", "created": "2026-12-01T00:00:00+00:00", "equita": {"version": "0.2.0"},
-            "model": {**model, "source": "embedded", "dtype": "float32", "device": "cpu", "chat_template": True},
-            "settings": {"tasks": list(tasks), "limit": limit, "batch_size": 16}, "timings": {},
-            "tasks": {name: {"dataset": {"id": "jobs", "repo": "x", "location": "local", "config": "sentences", "version": "2.0.0", "revision": "r"},
-                             "request": {}, "prompts_sha256": "p", "n": 1, "metric": {"name": "jobs_bias", "module_sha256": "m", "options": {}},
-                             "results": {"bias_score": 0.5}, "timings": {}} for name in tasks}}  # fmt: skip
+    """A valid results file (test_untrusted_results keeps one that follows the schema) of `model`, `limit` and `tasks`."""
+    from test_untrusted_results import _results as valid_results
+
+    results = valid_results()
+    results["model"] = {**results["model"], **model}
+    results["settings"] = {**results["settings"], "tasks": list(tasks), "limit": limit}
+    results["tasks"] = {name: results["tasks"]["jobs"] for name in tasks}
+    return results
 
 
 EARLIER = [

@@ -61,7 +61,21 @@ def _log_add(a, b):
 
 
 def _is_logprob(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value) and value <= 0
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits (valid JSON) has no float to score with
+        return False
+    return not math.isnan(value) and value <= 0
+
+
+def _shown(value):
+    """`value` as an error message shows it: an integer too large for a float by its size, not its
+    hundreds of digits (past 4300 digits Python cannot even write it out)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(value).bit_length() > 1024:
+        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits, too large for a float"
+    return repr(value)
 
 
 def _check_inputs(job_ids, forms, genders, logprobs, categories=None, templates=None, ambiguous=None):
@@ -88,7 +102,7 @@ def _check_inputs(job_ids, forms, genders, logprobs, categories=None, templates=
         if genders[i] not in GENDERS or not isinstance(genders[i], str):
             raise ValueError(f"entry {i}: gender must be 'm' (e.g. uomo) or 'f' (e.g. donna), got {genders[i]!r}")
         if not _is_logprob(logprobs[i]):
-            raise ValueError(f"entry {i}: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), got {logprobs[i]!r}")
+            raise ValueError(f"entry {i}: logprob must be a log-probability, a number <= 0 and not NaN (-inf allowed), got {_shown(logprobs[i])}")
         if categories is not None:
             category = categories[i]
             valid = isinstance(category, numbers.Integral) and not isinstance(category, bool)
@@ -280,7 +294,7 @@ def _check_neutral(neutral, genders, logprobs, templates):
             if genders[i] not in GENDERS or not isinstance(genders[i], str):
                 raise ValueError(f"entry {i} (neutral): gender must be 'm' or 'f', got {genders[i]!r}")
             if not _is_logprob(logprobs[i]):
-                raise ValueError(f"entry {i} (neutral): logprob must be a number <= 0 and not NaN, got {logprobs[i]!r}")
+                raise ValueError(f"entry {i} (neutral): logprob must be a number <= 0 and not NaN, got {_shown(logprobs[i])}")
             if not (isinstance(templates[i], str) and templates[i].strip()):
                 raise ValueError(f"entry {i} (neutral): template must be a non-empty string, got {templates[i]!r}")
 

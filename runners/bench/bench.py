@@ -387,6 +387,13 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     unknown = [name for name in options.workloads if name not in WORKLOADS]
     if unknown:
         raise BenchError(f"unknown workload {', '.join(unknown)}; valid: {', '.join(WORKLOADS)}")
+    # A limit for a workload that is not run would be ignored without a word (a misspelt name, most likely).
+    unknown = [name for name in options.limits if name not in WORKLOADS]
+    if unknown:
+        raise BenchError(f"--limit {', '.join(unknown)}: unknown workload; valid: {', '.join(WORKLOADS)}")
+    idle = [name for name in options.limits if name not in options.workloads]
+    if idle:
+        raise BenchError(f"--limit {', '.join(idle)}: not among the workloads run ({', '.join(options.workloads)}); add it to --workloads or drop the limit")
     bad_tools = [tool for tool in options.tools if tool not in TOOLS]
     if bad_tools or "equita" not in options.tools:
         raise BenchError(f"tools must include equita and come from {', '.join(TOOLS)}; got {', '.join(options.tools)}")
