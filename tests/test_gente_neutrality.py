@@ -58,6 +58,14 @@ def test_evaluate_load_runs_a_local_classifier_batched(neutrality_classifier):
     assert result["model"] == str(neutrality_classifier)
 
 
+def test_a_batch_of_empty_outputs_is_classified(neutrality_classifier):
+    # The tiny classifier's tokenizer adds no special tokens: empty outputs gave a batch of length 0.
+    metric = evaluate.load(str(METRIC_DIR))
+    result = metric.compute(predictions=["", "", "Chi studia qui?"], references=["neutral", "gendered", "neutral"], model=str(neutrality_classifier),
+                            tokenizer=str(neutrality_classifier), batch_size=2, return_labels=True)  # fmt: skip
+    assert result["labels"] == ["neutral"] * 3 and result["n"] == 3
+
+
 def test_unreachable_default_classifier_says_how_to_run_offline():
     with pytest.raises(OSError, match="Offline, pass model= and tokenizer= local paths"):
         gente.load_classifier()

@@ -88,6 +88,12 @@ def load_classifier(model=DEFAULT_MODEL, tokenizer=DEFAULT_TOKENIZER, max_length
         labels = []
         for start in range(0, len(texts), batch_size):
             batch = tokenize(list(texts[start : start + batch_size]), truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+            if batch["input_ids"].shape[1] == 0:
+                # Only empty outputs, and a tokenizer that adds no special tokens (UmBERTo adds <s> </s>):
+                # the classifier reads one padding token for each, as it reads an empty output elsewhere.
+                filler = tokenize.pad_token_id if tokenize.pad_token_id is not None else (tokenize.unk_token_id or 0)
+                batch = {name: torch.full((len(batch["input_ids"]), 1), filler if name == "input_ids" else 1 if name == "attention_mask" else 0)
+                         for name in batch}  # fmt: skip
             with torch.inference_mode():
                 logits = classifier(**{k: v.to(device) for k, v in batch.items()}).logits
             labels.extend(LABELS[int(i)] for i in logits.argmax(-1).tolist())
