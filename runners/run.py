@@ -233,6 +233,58 @@ def limited(task: EvalTask, rows: list[dict], limit: int | None) -> list[dict]:
     return [row for i, row in enumerate(rows) if i in kept or i in always]
 
 
+@dataclass
+class Scored:
+    """A task's metric output over its answers, and its samples: what `equita run` and `equita rescore` record."""
+
+    results: dict | None  # the metric's output without its per-row values; None when not computed
+    not_computed: str | None
+    samples: list[dict]
+    module_sha256: str
+    metric_s: float
+
+
+def score(task: EvalTask, rows, requests, rendered, keys, responses, metric_options: dict, log) -> Scored:
+    """Score a task's answers with its metric module, and write each row's sample."""
+    started = time.perf_counter()
+    metric, metric_sha = load_metric(task.metric)
+    inputs = task.metric_inputs(rows, responses)
+    try:
+        output, not_computed = metric.compute(**inputs, **metric_options), None
+    except OSError as error:
+        # The metric's own model (BERTScore encoder, neutrality classifier) cannot be loaded:
+        # say so and go on; the answers are saved and can be scored later.
+        output, not_computed = None, f"{task.metric}'s model could not be loaded: {error}"
+        log(f"{task.name}: not computed: {not_computed}")
+    metric_s = time.perf_counter() - started
+    per_row = task.per_row(output, rows, responses) if output is not None else [{"not_computed": True} for _ in rows]
+    # Each sample carries what the metric was given for its row, so anyone can score it again.
+    per_row_inputs, start = [], 0
+    for row in rows:
+        count = task.entries(row)
+        per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
+        start += count
+    results = {k: v for k, v in output.items() if k not in task.per_row_keys} if output is not None else None
+    return Scored(results, not_computed, _samples(task, rows, requests, rendered, keys, responses, per_row_inputs, per_row), metric_sha, metric_s)
+
+
+def not_scored(task: EvalTask, rows, requests, rendered, keys, reason: str) -> Scored:
+    """A task the backend could not answer: its samples hold the prompts, no answers."""
+    _, metric_sha = load_metric(task.metric)
+    nothing = [None] * len(rows)
+    return Scored(None, reason, _samples(task, rows, requests, rendered, keys, nothing, nothing, [{"not_computed": True} for _ in rows]), metric_sha, 0.0)
+
+
+def _samples(task: EvalTask, rows, requests, rendered, keys, responses, per_row_inputs, per_row) -> list[dict]:
+    samples = []
+    for row, request, text, key, response, row_input, row_score in zip(rows, requests, rendered, keys, responses, per_row_inputs, per_row, strict=True):
+        sample = {"task": task.name, "id": row["id"], "group": row[task.dataset.group_by], "prompt": text}
+        if isinstance(request, Loglikelihood):
+            sample["continuations"] = list(request.continuations)
+        samples.append({**sample, "prompt_sha256": key, "response": response, "metric_input": row_input, **row_score})
+    return samples
+
+
 def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[EvalTask, data.DatasetInfo, list[dict], int]]:
     """Rows, provenance and full size of every task, before any model is loaded (a bad dataset fails fast)."""
     located: dict[str, tuple[str, str, str]] = {}
@@ -325,38 +377,12 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             inference_s = time.perf_counter() - inference_started
             responses = [answers[key] for key in keys]
 
-            metric_started = time.perf_counter()
-            metric, metric_sha = load_metric(task.metric)
-            inputs = task.metric_inputs(rows, responses)
-            try:
-                scored, not_computed = metric.compute(**inputs, **metric_options), None
-            except OSError as error:
-                # The metric's own model (BERTScore encoder, neutrality classifier) cannot be loaded:
-                # say so and go on; the answers are saved and can be scored later.
-                scored, not_computed = None, f"{task.metric}'s model could not be loaded: {error}"
-                log(f"{task.name}: not computed: {not_computed}")
-            metric_s = time.perf_counter() - metric_started
-            per_row = task.per_row(scored, rows, responses) if scored is not None else [{"not_computed": True} for _ in rows]
-
-            # Each sample carries what the metric was given for its row, so anyone can score it again.
-            per_row_inputs, start = [], 0
-            for row in rows:
-                count = task.entries(row)
-                per_row_inputs.append({name: values[start] if count == 1 else values[start : start + count] for name, values in inputs.items()})
-                start += count
+            scored = score(task, rows, requests, rendered, keys, responses, metric_options, log)
         else:
             log(f"{task.name}: not computed: {reason}")
-            todo, answers, inference_s, metric_s, batching = {}, {}, 0.0, 0.0, {}
-            metric, metric_sha = load_metric(task.metric)
-            scored, not_computed = None, reason
-            responses, per_row_inputs, per_row = [None] * len(rows), [None] * len(rows), [{"not_computed": True} for _ in rows]
-        for row, request, text, key, response, row_input, row_score in zip(
-            rows, requests, rendered, keys, responses, per_row_inputs, per_row, strict=True
-        ):
-            sample = {"task": task.name, "id": row["id"], "group": row[task.dataset.group_by], "prompt": text}
-            if isinstance(request, Loglikelihood):
-                sample["continuations"] = list(request.continuations)
-            samples.append({**sample, "prompt_sha256": key, "response": response, "metric_input": row_input, **row_score})
+            todo, answers, inference_s, batching = {}, {}, 0.0, {}
+            scored = not_scored(task, rows, requests, rendered, keys, reason)
+        samples += scored.samples
         first = requests[0]
         results["tasks"][task.name] = {
             "description": task.description,
@@ -366,16 +392,16 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             "prompts_sha256": hashlib.sha256("".join(keys).encode()).hexdigest(),
             "n": len(rows),
             "rows_in_dataset": rows_in_dataset,  # n is smaller only when --limit cut the task
-            "metric": {"name": task.metric, "module_sha256": metric_sha, "options": metric_options},
-            "results": {k: v for k, v in scored.items() if k not in task.per_row_keys} if scored is not None else None,
-            "not_computed": not_computed,
+            "metric": {"name": task.metric, "module_sha256": scored.module_sha256, "options": metric_options},
+            "results": scored.results,
+            "not_computed": scored.not_computed,
             "timings": {
                 "requests": len(answers),
                 "cached": len(answers) - len(todo),
                 "computed": len(todo),
                 "inference_s": round(inference_s, 3),
                 "requests_per_s": round(len(todo) / inference_s, 3) if todo and inference_s > 0 else None,
-                "metric_s": round(metric_s, 3),
+                "metric_s": round(scored.metric_s, 3),
                 **batching,
             },
         }
