@@ -374,6 +374,51 @@ def bench(
 
 
 @app.command()
+def rescore(
+    results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run` (results.json and samples.jsonl); it is only read.")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The new results folder (results.json, samples.jsonl, report.md); empty or new, outside RESULTS_DIR.")],
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
+    bertscore_model: Annotated[Optional[str], typer.Option("--bertscore-model", metavar="NAME", help="gfg detection: the BERTScore encoder, as for `equita run`. Default: bert-base-multilingual-cased.")] = None,
+    bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, help="gfg detection: the encoder layer, as for `equita run`. Default: 9.")] = None,
+    neutrality_model: Annotated[Optional[str], typer.Option("--neutrality-model", metavar="NAME", help="gfg GeNTE tasks: the classifier, as for `equita run`. Default: FBK-MT/GeNTE-evaluator.")] = None,
+    neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", help="gfg GeNTE tasks: the classifier's tokenizer, as for `equita run`. Default: UmBERTo.")] = None,
+) -> None:
+    """Score a results folder again from its samples with the metrics installed now; no model is loaded."""
+    from .results.rescore import RescoreError
+    from .results.rescore import rescore as rescore_folder
+
+    metric_options: dict = {}
+    for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
+                               ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
+        if value is not None:
+            metric_options.setdefault(metric, {})[key] = value
+    try:
+        rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, log=_log)
+    except (RescoreError, DatasetError, ValueError) as error:
+        console.print(f"[red]rescore failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as error:
+        console.print(f"[red]rescore failed:[/red] {escape(str(error.filename or out))}: {escape(error.strerror or str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    def shown(value, low, high) -> str:
+        return f"{value:+.3f}" + (f" [{low:+.3f}, {high:+.3f}]" if low is not None and high is not None else "")
+
+    for name, task in rescored["tasks"].items():
+        change = changes.get(name)
+        if change is None:
+            continue
+        before = task["rescored"]
+        versions = f"; classifier {before['classifier_version_before']} -> {task['results'].get('classifier_version')}" if before.get("classifier_version_before") else ""
+        _log(f"{name}: {task['metric']['name']} {before['module_sha256_before'][:12]} -> {task['metric']['module_sha256'][:12]}{versions}")
+        _log(f"{name}: {change.headline} {shown(*change.before)} -> {shown(*change.after)}")
+        moved = sorted(((old, new), count) for (old, new), count in change.labels.items() if old != new)
+        if change.labels:
+            _log(f"{name}: labels changed: " + (", ".join(f"{old} -> {new}: {count}" for (old, new), count in moved) if moved else f"none of {sum(change.labels.values())}"))
+    _log(f"wrote {out}/results.json, samples.jsonl, report.md")
+
+
+@app.command()
 def verify(
     results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run` (results.json and samples.jsonl).")],
     datasets: DatasetsOption = None,
