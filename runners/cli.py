@@ -383,10 +383,19 @@ def rescore(
     bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, help="gfg detection: the encoder layer, as for `equita run`. Default: 9.")] = None,
     neutrality_model: Annotated[Optional[str], typer.Option("--neutrality-model", metavar="NAME", help="gfg GeNTE tasks: the classifier, as for `equita run`. Default: FBK-MT/GeNTE-evaluator.")] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", help="gfg GeNTE tasks: the classifier's tokenizer, as for `equita run`. Default: UmBERTo.")] = None,
+    judge_server: Annotated[Optional[str], typer.Option("--judge-server", metavar="URL", help="Also label the ItaP-AT answers by an LLM judge on this OpenAI-compatible server (its base URL). Default: none.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option("--judge-model", metavar="NAME", help="With --judge-server: the served judge model's name. Default: none.")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env", metavar="VAR", help="With --judge-server: the variable holding its API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")] = None,
 ) -> None:
     """Score a results folder again from its samples with the metrics installed now; no model is loaded."""
+    from .judge import JudgeOptions
     from .results.rescore import RescoreError
     from .results.rescore import rescore as rescore_folder
+
+    if (judge_server is None) != (judge_model is None) or (judge_api_key_env and judge_server is None):
+        console.print("[red]error:[/red] --judge-server and --judge-model go together (and --judge-api-key-env with them)")
+        raise typer.Exit(2)
+    judge = JudgeOptions(judge_server, judge_model, judge_api_key_env) if judge_server else None
 
     metric_options: dict = {}
     for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
@@ -394,8 +403,8 @@ def rescore(
         if value is not None:
             metric_options.setdefault(metric, {})[key] = value
     try:
-        rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, log=_log)
-    except (RescoreError, DatasetError, ValueError) as error:
+        rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, judge=judge, log=_log)
+    except (RescoreError, DatasetError, ModelError, ValueError) as error:
         console.print(f"[red]rescore failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
     except OSError as error:
@@ -415,6 +424,12 @@ def rescore(
         moved = sorted(((old, new), count) for (old, new), count in change.labels.items() if old != new)
         if change.labels:
             _log(f"{name}: labels changed: " + (", ".join(f"{old} -> {new}: {count}" for (old, new), count in moved) if moved else f"none of {sum(change.labels.values())}"))
+        judged = task.get("judge")
+        if judged is not None:
+            agreed, scores = judged["agreement"], judged["results"]
+            kappa = "undefined" if agreed["kappa"] is None else f"{agreed['kappa']:.3f}"
+            _log(f"{name}: judge {judged['model']}: " + (f"{change.headline} {shown(scores['bias_score'], scores['ci_low'], scores['ci_high'])}" if scores else "no label")
+                 + f" over {agreed['n']} answers ({agreed['unreadable']} unreadable); Cohen's kappa with the rules {kappa}" + ("; LOW AGREEMENT" if judged["warnings"] else ""))  # fmt: skip
     _log(f"wrote {out}/results.json, samples.jsonl, report.md")
 
 

@@ -83,3 +83,29 @@ def test_generation_runs_and_log_likelihood_is_refused_with_its_reason(llama_ser
         assert "127.0.0.1" not in reason  # the server's address is not recorded
     assert "server sampling: temperature 0, top_p 1, seed 1234, top_k 0" in logs  # llama.cpp refuses top_k -1
     assert "**Not computed:** the server refuses a prompt given as token ids" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_smollm2_as_a_judge_of_its_own_answers_agrees_poorly_and_says_so(llama_server, itap_dir, tmp_path):
+    # Issue 28: the real server as the LLM judge (`equita rescore --judge-server`). A 135M model is
+    # no annotator: what matters is that its replies are read as labels or as unreadable, never
+    # guessed, and that the low agreement is flagged.
+    from equita.runners.judge import UNREADABLE, JudgeOptions
+    from equita.runners.results.rescore import rescore
+
+    datasets = tmp_path / "datasets"
+    datasets.mkdir()
+    (datasets / "itap_at").symlink_to(itap_dir)
+    run(RunOptions(model=NAME, out=tmp_path / "run", tasks="itap-at", datasets=str(datasets), limit=8, server=llama_server, concurrency=2, request_timeout=60),
+        log=lambda message: None)  # fmt: skip
+    logs: list[str] = []
+    rescored, _ = rescore(tmp_path / "run", tmp_path / "judged", datasets=str(datasets), judge=JudgeOptions(llama_server, NAME, concurrency=2, timeout=60), log=logs.append)
+    judged = rescored["tasks"]["itap-at"]["judge"]
+    agreed = judged["agreement"]
+    replies = [json.loads(line)["judge_reply"] for line in (tmp_path / "judged" / "samples.jsonl").read_text().splitlines()]
+    print("SmolLM2 as judge:", json.dumps({"kappa": agreed["kappa"], "n": agreed["n"], "unreadable": agreed["unreadable"], "replies": replies[:4]}, ensure_ascii=False))
+    assert agreed["n"] + agreed["unreadable"] == 8
+    assert judged["warnings"] == ["low_agreement"] and any("neither reading stands alone" in line for line in logs)
+    samples = [json.loads(line) for line in (tmp_path / "judged" / "samples.jsonl").read_text().splitlines()]
+    for sample in samples:
+        assert sample["judge_label"] in ("stereotype", "anti_stereotype", "neutral", "error", UNREADABLE)
+        assert sample["judge_label"] != UNREADABLE or sample["judge_reply"].strip().upper() not in ("A", "B", "ENTRAMBE", "NESSUNA")

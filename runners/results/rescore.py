@@ -16,7 +16,9 @@ to score.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,7 +26,9 @@ from pathlib import Path
 
 from .. import data
 from ..cache import misfit, request_key
-from ..run import RunError, check_out, equita_provenance, locked, score, strict, write_atomic
+from ..run import LOCK_FILE, RunError, check_out, equita_provenance, locked, score, strict, write_atomic
+from ..judge import JUDGE_PROMPT_SHA256, JUDGE_PROMPT_VERSION, KAPPA_WARNING, UNREADABLE, JudgeOptions, agreement, judge_answers
+from ..requests import Generate
 from ..tasks import EVAL_TASKS
 from . import report
 from .contract import ResultsError, headline, load_results, read_samples
@@ -57,8 +61,9 @@ def _interval(task: dict) -> tuple:
 
 
 def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source_dir: Path | None = None, metric_options: dict | None = None,
-            log=print) -> tuple[dict, dict[str, TaskChange]]:  # fmt: skip
-    """Rescore `results_dir` into `out`; the new results and, per task, what changed."""
+            judge: JudgeOptions | None = None, log=print) -> tuple[dict, dict[str, TaskChange]]:  # fmt: skip
+    """Rescore `results_dir` into `out` (with `judge`, also label the generated ItaP-AT answers by
+    an LLM judge); the new results and, per task, what changed."""
     results_dir, out = Path(results_dir), Path(out)
     _outside(out, results_dir)
     try:
@@ -78,17 +83,37 @@ def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source
     if stray:
         raise RescoreError(f"{samples_path}: holds samples of {', '.join(map(repr, stray[:3]))}, which results.json does not have")
 
-    located: dict = {}
+    # Every task's answers are checked before anything is written: a refused folder leaves no trace.
+    located, answers = {}, {}
+    for name, task in results["tasks"].items():
+        if task["results"] is None:
+            continue
+        eval_task = EVAL_TASKS.get(name)
+        if eval_task is None:
+            raise RescoreError(f"task {name!r}: this equita does not define it")
+        answers[name] = _answers(name, eval_task, task, by_task.get(name, []), located, datasets, source_dir, log)
+    if (out / "results.json").exists():
+        raise RunError(f"--out {out}: already holds a results.json; rescore into an empty folder")
+    created = check_out(out)
+    with locked(out):
+        try:
+            return _rescore(results, by_task, answers, out, metric_options, judge, log)
+        except BaseException:
+            with contextlib.suppress(OSError):  # a rescoring that saved nothing leaves no folder behind
+                if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
+                    shutil.rmtree(out, ignore_errors=True)
+            raise
+
+
+def _rescore(results, by_task, answers, out, metric_options, judge, log):
     tasks, new_samples, changes = {}, [], {}
     for name, task in results["tasks"].items():
         if task["results"] is None:
             log(f"{name}: not computed in the run ({task.get('not_computed')}): copied as it was")
             tasks[name], new_samples = task, new_samples + by_task.get(name, [])
             continue
-        eval_task = EVAL_TASKS.get(name)
-        if eval_task is None:
-            raise RescoreError(f"task {name!r}: this equita does not define it")
-        rows, prompts, keys, responses = _answers(name, eval_task, task, by_task.get(name, []), located, datasets, source_dir, log)
+        eval_task = EVAL_TASKS[name]
+        rows, prompts, keys, responses = answers[name]
         requests = [eval_task.request(row) for row in rows]
         options = {**eval_task.metric_options, **(metric_options or {}).get(eval_task.metric, {})}
         scored = score(eval_task, rows, requests, prompts, keys, responses, options, log)
@@ -102,6 +127,8 @@ def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source
             "timings": {**task["timings"], "metric_s": round(scored.metric_s, 3)},
             "rescored": {"module_sha256_before": task["metric"]["module_sha256"], "classifier_version_before": task["results"].get("classifier_version")},
         }
+        if judge is not None and eval_task.metric == "itap_at_bias" and isinstance(requests[0], Generate):
+            tasks[name]["judge"] = _judged(name, eval_task, rows, requests, responses, scored.samples, judge, out, log)
         new_samples += scored.samples
         old_labels = [s.get("label") for s in by_task[name]]
         change = TaskChange(headline=headline(task)[0], before=_interval(task), after=_interval(tasks[name]))
@@ -115,16 +142,40 @@ def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source
         "tasks": tasks,
         "rescored_from": {"created": results["created"], "equita": results["equita"]},
     }
-    check_out(out)
-    if (out / "results.json").exists():
-        raise RunError(f"--out {out}: already holds a results.json; rescore into an empty folder")
-    with locked(out):
-        write_atomic(out / "samples.jsonl", "".join(json.dumps(strict(s), ensure_ascii=False, allow_nan=False) + "\n" for s in new_samples))
-        text = json.dumps(strict(rescored), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
-        write_atomic(out / "results.json", text)
-        rescored = json.loads(text)
-        report.write_report([rescored], out)
+    write_atomic(out / "samples.jsonl", "".join(json.dumps(strict(s), ensure_ascii=False, allow_nan=False) + "\n" for s in new_samples))
+    text = json.dumps(strict(rescored), ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    write_atomic(out / "results.json", text)
+    rescored = json.loads(text)
+    report.write_report([rescored], out)
     return rescored, changes
+
+
+def _judged(name, eval_task, rows, requests, responses, samples, judge: JudgeOptions, out: Path, log) -> dict:
+    """The judge's labels of one task's answers, written into its samples, and its scores and
+    agreement with the rules."""
+    from ...metrics.itap_at_bias.itap_at_bias import score_labels
+
+    inputs = eval_task.metric_inputs(rows, responses)
+    items = [(request.user, response["text"], stereotype, anti) for request, response, stereotype, anti
+             in zip(requests, responses, inputs["stereotypes"], inputs["anti_stereotypes"])]  # fmt: skip
+    verdicts = judge_answers(items, judge, out / "judge_requests.jsonl", name, eval_task.dataset.version, log)
+    for sample, verdict in zip(samples, verdicts):
+        sample["judge_label"], sample["judge_reply"] = verdict["label"], verdict["reply"]
+    labelled = [i for i, verdict in enumerate(verdicts) if verdict["label"] != UNREADABLE]
+    clusters = inputs.get("clusters")
+    scores = None
+    if labelled:
+        scored = score_labels([verdicts[i]["label"] for i in labelled], clusters=[clusters[i] for i in labelled] if clusters else None)
+        scores = {key: scored[key] for key in ("bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n")}
+    agreed = agreement([s["label"] for s in samples], [v["label"] for v in verdicts])
+    warnings = []
+    if agreed["kappa"] is None or agreed["kappa"] < KAPPA_WARNING:
+        warnings.append("low_agreement")
+        log(f"{name}: warning: the judge and the rules agree with Cohen's kappa {agreed['kappa']} (below {KAPPA_WARNING}): neither reading stands alone")
+    if agreed["unreadable"]:
+        log(f"{name}: the judge's reply was not a label for {agreed['unreadable']} of {len(verdicts)} answers (recorded as unreadable)")
+    return {"model": judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
+            "results": scores, "agreement": agreed, "warnings": warnings}  # fmt: skip
 
 
 def _answers(name, eval_task, task, samples, located, datasets, source_dir, log):
