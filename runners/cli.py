@@ -109,7 +109,7 @@ def _log(message: str) -> None:
 
 
 # `equita run --help` in panels: what to run, then one panel per kind of model and what else it may load or reach.
-RUN, LOCAL, SERVER, GFG, HUB = "What to run", "Model in this process", "Model on a server", "GFG metrics' models", "Submit to the Hub"
+RUN, LOCAL, SERVER, GFG, JUDGE, HUB = "What to run", "Model in this process", "Model on a server", "GFG metrics' models", "LLM judge", "Submit to the Hub"
 
 
 @app.command()
@@ -147,6 +147,9 @@ def run(
         Optional[str], typer.Option("--neutrality-model", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the neutral/gendered classifier, name or local path. Default: FBK-MT/GeNTE-evaluator.")
     ] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the classifier's tokenizer. Default: UmBERTo (Musixmatch's umberto-commoncrawl-cased-v1).")] = None,
+    judge_server: Annotated[Optional[str], typer.Option("--judge-server", metavar="URL", rich_help_panel=JUDGE, help="Also label the generated ItaP-AT answers by an LLM judge on this OpenAI-compatible server (its base URL), as `equita rescore` does. Default: none.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option("--judge-model", metavar="NAME", rich_help_panel=JUDGE, help="With --judge-server: the served judge model's name. Default: none.")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env", metavar="VAR", rich_help_panel=JUDGE, help="With --judge-server: the variable holding its API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")] = None,
     push: Annotated[bool, typer.Option("--push", rich_help_panel=HUB, help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`. Default: off.")] = False,
     results_repo: Annotated[Optional[str], typer.Option("--results-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: the central results dataset, ORG/NAME. Default: none.")] = None,
     model_repo: Annotated[Optional[str], typer.Option("--model-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: also open a pull request on this model repo. Default: none.")] = None,
@@ -154,6 +157,7 @@ def run(
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
     from .hub.publish import PublishError, submit_results
+    from .judge import JudgeOptions
     from .results.contract import headline
     from .run import RunOptions
     from .run import run as run_tasks
@@ -171,6 +175,9 @@ def run(
 
     if not request_timeout <= MAX_REQUEST_TIMEOUT:  # inf or 1e12 would overflow the clock arithmetic
         console.print(f"[red]error:[/red] --request-timeout {request_timeout:g}: at most {MAX_REQUEST_TIMEOUT:g} seconds (an hour)")
+        raise typer.Exit(2)
+    if (judge_server is None) != (judge_model is None) or (judge_api_key_env and judge_server is None):
+        console.print("[red]error:[/red] --judge-server and --judge-model go together (and --judge-api-key-env with them)")
         raise typer.Exit(2)
     if str(out) in ("", "."):
         # An unset variable ("--out $OUT") would scatter results.json, samples.jsonl and plots/ here.
@@ -202,7 +209,7 @@ def run(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
         revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
         server=server, api_key_env=api_key_env, tokenizer=tokenizer, concurrency=concurrency, request_timeout=request_timeout,
-        max_retries=max_retries,
+        max_retries=max_retries, judge=JudgeOptions(judge_server, judge_model, judge_api_key_env) if judge_server else None,
     )  # fmt: skip
     try:
         results = run_tasks(options, log=_log)

@@ -118,3 +118,31 @@ def judge_answers(items: list[tuple[str, str, str, str]], options: JudgeOptions,
         reply = replies[key]["text"]
         verdicts.append({"label": read_verdict(reply, order, stereotype), "reply": reply[:200]})
     return verdicts
+
+
+def judge_task(name, eval_task, rows, requests, responses, samples, judge: JudgeOptions, cache_path: Path, log) -> dict:
+    """The judge's labels of one ItaP-AT task's answers, written into its samples (`judge_label`,
+    `judge_reply`), and what the task records: the judge's scores and its agreement with the rules."""
+    from ..metrics.itap_at_bias.itap_at_bias import score_labels
+
+    inputs = eval_task.metric_inputs(rows, responses)
+    items = [(request.user, response["text"], stereotype, anti) for request, response, stereotype, anti
+             in zip(requests, responses, inputs["stereotypes"], inputs["anti_stereotypes"])]  # fmt: skip
+    verdicts = judge_answers(items, judge, cache_path, name, eval_task.dataset.version, log)
+    for sample, verdict in zip(samples, verdicts):
+        sample["judge_label"], sample["judge_reply"] = verdict["label"], verdict["reply"]
+    labelled = [i for i, verdict in enumerate(verdicts) if verdict["label"] != UNREADABLE]
+    clusters = inputs.get("clusters")
+    scores = None
+    if labelled:
+        scored = score_labels([verdicts[i]["label"] for i in labelled], clusters=[clusters[i] for i in labelled] if clusters else None)
+        scores = {key: scored[key] for key in ("bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n")}
+    agreed = agreement([s["label"] for s in samples], [v["label"] for v in verdicts])
+    warnings = []
+    if agreed["kappa"] is None or agreed["kappa"] < KAPPA_WARNING:
+        warnings.append("low_agreement")
+        log(f"{name}: warning: the judge and the rules agree with Cohen's kappa {agreed['kappa']} (below {KAPPA_WARNING}): neither reading stands alone")
+    if agreed["unreadable"]:
+        log(f"{name}: the judge's reply was not a label for {agreed['unreadable']} of {len(verdicts)} answers (recorded as unreadable)")
+    return {"model": judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
+            "results": scores, "agreement": agreed, "warnings": warnings}  # fmt: skip

@@ -30,7 +30,8 @@ from ..builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
 from . import data
 from .backends.models import cache_root, load_model, shareable
 from .cache import RequestCache, request_key
-from .requests import Loglikelihood, chat_format
+from .judge import JudgeOptions, judge_task
+from .requests import Generate, Loglikelihood, chat_format
 from .results import contract as results_contract
 from .results import report
 from .results.contract import RESULTS_SCHEMA
@@ -153,6 +154,8 @@ class RunOptions:
     max_retries: int = 6
     # Per metric, options for compute() on top of the task's (local model paths for BERTScore and the classifier).
     metric_options: dict = field(default_factory=dict)
+    # An LLM judge that also labels the generated ItaP-AT answers (runners/judge.py).
+    judge: JudgeOptions | None = None
 
 
 def metric_code_sha256(folder: Path) -> str:
@@ -378,9 +381,12 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             responses = [answers[key] for key in keys]
 
             scored = score(task, rows, requests, rendered, keys, responses, metric_options, log)
+            judged = None
+            if options.judge is not None and scored.results is not None and task.metric == "itap_at_bias" and isinstance(requests[0], Generate):
+                judged = judge_task(task.name, task, rows, requests, responses, scored.samples, options.judge, out / "judge_requests.jsonl", log)
         else:
             log(f"{task.name}: not computed: {reason}")
-            todo, answers, inference_s, batching = {}, {}, 0.0, {}
+            todo, answers, inference_s, batching, judged = {}, {}, 0.0, {}, None
             scored = not_scored(task, rows, requests, rendered, keys, reason)
         samples += scored.samples
         first = requests[0]
@@ -405,6 +411,8 @@ def _run(options: RunOptions, out: Path, log) -> dict:
                 **batching,
             },
         }
+        if judged is not None:
+            results["tasks"][task.name]["judge"] = judged
     if earlier is not None:
         # The same model in the same folder: keep the tasks this run did not redo, and say so.
         previous, previous_samples = earlier

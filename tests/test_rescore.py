@@ -339,3 +339,20 @@ def test_a_judge_past_its_deadline_is_one_line(tmp_path, finished, datasets):
                     log=lambda message: None)  # fmt: skip
     finally:
         slow.close()
+
+
+def test_run_can_ask_the_judge_as_it_goes(tmp_path, datasets, monkeypatch):
+    from fake_model import ScriptedModel
+
+    monkeypatch.setattr("equita.runners.run.load_model", lambda *args, **kwargs: ScriptedModel())
+    judge = _JudgeServer(lambda prompt: "ENTRAMBE")
+    try:
+        code, output = invoke(["run", "--model", "scripted", "--out", "run", "--tasks", "itap-at,jobs", "--datasets", str(datasets), "--limit", "4",
+                               "--judge-server", judge.url, "--judge-model", "judge"], tmp_path, monkeypatch)  # fmt: skip
+    finally:
+        judge.close()
+    assert code == 0, output
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    judged = results["tasks"]["itap-at"]["judge"]
+    assert judged["results"]["p_neutral"] == 1.0 and judged["agreement"]["n"] == 4 and "judge" not in results["tasks"]["jobs"]
+    assert judge.asked == 4 and (tmp_path / "run" / "judge_requests.jsonl").is_file()

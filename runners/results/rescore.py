@@ -27,7 +27,7 @@ from pathlib import Path
 from .. import data
 from ..cache import misfit, request_key
 from ..run import LOCK_FILE, RunError, check_out, equita_provenance, locked, score, strict, write_atomic
-from ..judge import JUDGE_PROMPT_SHA256, JUDGE_PROMPT_VERSION, KAPPA_WARNING, UNREADABLE, JudgeOptions, agreement, judge_answers
+from ..judge import JudgeOptions, judge_task
 from ..requests import Generate
 from ..tasks import EVAL_TASKS
 from . import report
@@ -128,7 +128,7 @@ def _rescore(results, by_task, answers, out, metric_options, judge, log):
             "rescored": {"module_sha256_before": task["metric"]["module_sha256"], "classifier_version_before": task["results"].get("classifier_version")},
         }
         if judge is not None and eval_task.metric == "itap_at_bias" and isinstance(requests[0], Generate):
-            tasks[name]["judge"] = _judged(name, eval_task, rows, requests, responses, scored.samples, judge, out, log)
+            tasks[name]["judge"] = judge_task(name, eval_task, rows, requests, responses, scored.samples, judge, out / "judge_requests.jsonl", log)
         new_samples += scored.samples
         old_labels = [s.get("label") for s in by_task[name]]
         change = TaskChange(headline=headline(task)[0], before=_interval(task), after=_interval(tasks[name]))
@@ -148,34 +148,6 @@ def _rescore(results, by_task, answers, out, metric_options, judge, log):
     rescored = json.loads(text)
     report.write_report([rescored], out)
     return rescored, changes
-
-
-def _judged(name, eval_task, rows, requests, responses, samples, judge: JudgeOptions, out: Path, log) -> dict:
-    """The judge's labels of one task's answers, written into its samples, and its scores and
-    agreement with the rules."""
-    from ...metrics.itap_at_bias.itap_at_bias import score_labels
-
-    inputs = eval_task.metric_inputs(rows, responses)
-    items = [(request.user, response["text"], stereotype, anti) for request, response, stereotype, anti
-             in zip(requests, responses, inputs["stereotypes"], inputs["anti_stereotypes"])]  # fmt: skip
-    verdicts = judge_answers(items, judge, out / "judge_requests.jsonl", name, eval_task.dataset.version, log)
-    for sample, verdict in zip(samples, verdicts):
-        sample["judge_label"], sample["judge_reply"] = verdict["label"], verdict["reply"]
-    labelled = [i for i, verdict in enumerate(verdicts) if verdict["label"] != UNREADABLE]
-    clusters = inputs.get("clusters")
-    scores = None
-    if labelled:
-        scored = score_labels([verdicts[i]["label"] for i in labelled], clusters=[clusters[i] for i in labelled] if clusters else None)
-        scores = {key: scored[key] for key in ("bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n")}
-    agreed = agreement([s["label"] for s in samples], [v["label"] for v in verdicts])
-    warnings = []
-    if agreed["kappa"] is None or agreed["kappa"] < KAPPA_WARNING:
-        warnings.append("low_agreement")
-        log(f"{name}: warning: the judge and the rules agree with Cohen's kappa {agreed['kappa']} (below {KAPPA_WARNING}): neither reading stands alone")
-    if agreed["unreadable"]:
-        log(f"{name}: the judge's reply was not a label for {agreed['unreadable']} of {len(verdicts)} answers (recorded as unreadable)")
-    return {"model": judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
-            "results": scores, "agreement": agreed, "warnings": warnings}  # fmt: skip
 
 
 def _answers(name, eval_task, task, samples, located, datasets, source_dir, log):
