@@ -468,7 +468,17 @@ class ServerModel:
             for _ in range(len(requests)):
                 index, response, error = done.get()
                 if error is not None:
-                    raise error  # a request that failed past its retries ends the run; the answers so far are saved
+                    # A request that failed past its retries ends the run. The answers that arrived
+                    # meanwhile are handed over first, so that they are saved too.
+                    stop.set()
+                    while True:
+                        try:
+                            index, response, other = done.get_nowait()
+                        except queue.Empty:
+                            break
+                        if other is None:
+                            yield [index], [response]
+                    raise error
                 yield [index], [response]
         finally:
             stop.set()
