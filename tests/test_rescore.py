@@ -298,6 +298,18 @@ def test_the_judge_labels_each_answer_beside_the_rules(tmp_path, finished, datas
     samples = [json.loads(line) for line in (tmp_path / "rescored" / "samples.jsonl").read_text().splitlines()]
     assert all("judge_label" in s and "label" in s for s in samples if s["task"] == "itap-at")
     assert ("LOW AGREEMENT" in output) == warned
+    report = (tmp_path / "rescored" / "report.md").read_text()
+    assert "The scores above use the rules' labels. An LLM judge (judge, prompt v1) also read the answers" in report
+    assert ("Low agreement: neither reading stands alone" in report) == warned
+
+
+@pytest.mark.parametrize("judged", [None, "x", {"agreement": 3}, {"agreement": {"kappa": "high", "n": "many"}, "results": {"bias_score": 1e999}},
+                                    {"agreement": {"kappa": 0.5, "n": 2, "unreadable": 0}, "model": "<script>", "results": [1]}])
+def test_the_report_reads_a_crafted_judge_record_without_failing(judged):
+    from equita.runners.results.report import judge_line
+
+    line = judge_line(judged)
+    assert line.startswith("The scores above use the rules' labels.") and "<script>" not in line and "\n" not in line
 
 
 def test_a_judge_that_dies_halfway_is_resumed_by_the_rerun(tmp_path, finished, datasets, monkeypatch):

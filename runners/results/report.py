@@ -9,6 +9,7 @@ and one figure. What a task's section shows is its benchmark's `Presentation`
 from __future__ import annotations
 
 import html
+import math
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -110,12 +111,31 @@ def single_report(results: dict, out: Path) -> str:
             lines += [f"**Not computed:** {md(task['not_computed'])}. {answered}", ""]
             continue
         lines += [table(_for_markdown(task["results"])), ""]
+        if "judge" in task:
+            lines += [judge_line(task["judge"]), ""]
         for suffix, plot in figures:
             file = plots / f"{path_part(name, 'task name')}-{suffix}.png"
             plot(_for_plot(task["results"]), plain(f"{name}: {model['id']}"), file)
             if file.exists():  # a plot with nothing to show writes no file
                 lines += [f"![{md(name)} {suffix}](plots/{quote(file.name)})", ""]
     return "\n".join(lines)
+
+
+def judge_line(judged) -> str:
+    """Which labels the scores use, and what the LLM judge read (a results file is untrusted: any
+    field of another shape is shown as unreadable, never a crash)."""
+    number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)  # noqa: E731
+    if not isinstance(judged, dict) or not isinstance(judged.get("agreement"), dict):
+        return "The scores above use the rules' labels. An LLM judge's record is here, in a shape this equita cannot read."
+    agreed, scores = judged["agreement"], judged.get("results")
+    kappa = f"{agreed['kappa']:.3f}" if number(agreed.get("kappa")) else "undefined"
+    read = "no answer as a label"
+    if isinstance(scores, dict) and all(number(scores.get(key)) for key in ("bias_score", "ci_low", "ci_high")):
+        read = f"bias score {scores['bias_score']:+.3f} [{scores['ci_low']:+.3f}, {scores['ci_high']:+.3f}]"
+    counts = f"{agreed['n']} answers labelled, {agreed['unreadable']} unreadable" if number(agreed.get("n")) and number(agreed.get("unreadable")) else "counts unreadable"
+    low = " **Low agreement: neither reading stands alone.**" if judged.get("warnings") == ["low_agreement"] else ""
+    return (f"The scores above use the rules' labels. An LLM judge ({md(str(judged.get('model')))}, prompt v{md(str(judged.get('prompt_version')))}) "
+            f"also read the answers: {read} ({counts}); Cohen's kappa with the rules {kappa}.{low}")  # fmt: skip
 
 
 def _number(value, p) -> str:
