@@ -129,3 +129,16 @@ def test_reviewed_forms_and_notes():
     assert by_id["J014"]["feminine"] == "questora" and "J-L1" in by_id["J014"]["notes"]  # J-L1
     assert "J-M2" in by_id["J168"]["notes"] and by_id["J168"]["ambiguity"] == "connotation"  # flagged since 3.0.0
     assert by_id["J168"]["feminine"] == "marescialla"
+
+
+@pytest.mark.parametrize("before, after, verdict", [
+    (0.901, 0.351, "narrows it by 61% but does not close it"),  # SmolLM2, whole dataset (2026-12-02)
+    (0.901, 0.02, "closes it"),
+    (0.2, 0.5, "widens it"),
+    (0.3, 0.3, "leaves it as it was"),
+    (0.0, 0.3, "widens it"),
+])  # fmt: skip
+def test_the_report_says_what_the_correction_does_to_the_templates_spread(before, after, verdict):
+    from equita.runners.tasks.jobs import spread_verdict
+
+    assert spread_verdict(before, after) == verdict

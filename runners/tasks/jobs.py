@@ -167,11 +167,20 @@ def corrected_lines(result: dict) -> list[str]:
         lines += [tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     paper_spread, spread = result.get("template_spread"), corrected.get("template_spread")
     if paper_spread and spread:
-        narrowed = 1 - spread["range"] / paper_spread["range"] if paper_spread["range"] else 0.0
-        verdict = "closes it" if spread["range"] < 0.05 else f"narrows it by {narrowed:.0%} but does not close it"
+        verdict = spread_verdict(paper_spread["range"], spread["range"])
         lines.append(f"The templates' scores range over {paper_spread['range']:.3f} before the correction and {spread['range']:.3f} after "
                      f"({spread['min']:.3f} to {spread['max']:.3f}): the correction {verdict}.")  # fmt: skip
     return lines
+
+
+def spread_verdict(before: float, after: float) -> str:
+    """What the prior correction does to the range of the templates' scores, in words."""
+    if after < 0.05:
+        return "closes it"
+    if after < before:
+        return f"narrows it by {1 - after / before:.0%} but does not close it"
+    # A model whose templates agree until their priors are taken out.
+    return "widens it" if after > before else "leaves it as it was"
 
 
 def jobs_templates_plot(result: dict, title: str, path: Path) -> None:
