@@ -95,7 +95,7 @@ def test_smollm2_as_a_judge_of_its_own_answers_agrees_poorly_and_says_so(llama_s
     datasets = tmp_path / "datasets"
     datasets.mkdir()
     (datasets / "itap_at").symlink_to(itap_dir)
-    run(RunOptions(model=NAME, out=tmp_path / "run", tasks="itap-at", datasets=str(datasets), limit=8, server=llama_server, concurrency=2, request_timeout=60),
+    run(RunOptions(model=NAME, out=tmp_path / "run", tasks="itap-at", datasets=str(datasets), limit=4, server=llama_server, concurrency=2, request_timeout=60),
         log=lambda message: None)  # fmt: skip
     logs: list[str] = []
     rescored, _ = rescore(tmp_path / "run", tmp_path / "judged", datasets=str(datasets), judge=JudgeOptions(llama_server, NAME, concurrency=2, timeout=60), log=logs.append)
@@ -103,7 +103,7 @@ def test_smollm2_as_a_judge_of_its_own_answers_agrees_poorly_and_says_so(llama_s
     agreed = judged["agreement"]
     replies = [json.loads(line)["judge_reply"] for line in (tmp_path / "judged" / "samples.jsonl").read_text().splitlines()]
     print("SmolLM2 as judge:", json.dumps({"kappa": agreed["kappa"], "n": agreed["n"], "unreadable": agreed["unreadable"], "replies": replies[:4]}, ensure_ascii=False))
-    assert agreed["n"] + agreed["unreadable"] == 8
+    assert agreed["n"] + agreed["unreadable"] == 4
     assert judged["warnings"] == ["low_agreement"] and any("neither reading stands alone" in line for line in logs)
     samples = [json.loads(line) for line in (tmp_path / "judged" / "samples.jsonl").read_text().splitlines()]
     for sample in samples:
