@@ -30,7 +30,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[variable] = threads
 
-from equita.builders import itap_at  # noqa: E402
+from equita.builders import itap_at, jobs  # noqa: E402
 UPSTREAM = REPO.parent / "shared" / "upstream"
 PAT_MIRROR = itap_at.PAT_SOURCE.mirror_path(UPSTREAM)
 
@@ -122,6 +122,15 @@ def itap_dir(tmp_path_factory, pat_path) -> Path:
     else:
         itap_at.build(out, pat_path=pat_path)
     return out
+
+
+@pytest.fixture(scope="session")
+def datasets(tmp_path_factory, itap_dir) -> Path:
+    """A --datasets folder with the Jobs build and the ItaP-AT build (read only: tests copy what they change)."""
+    folder = tmp_path_factory.mktemp("datasets")
+    jobs.build(folder / "jobs")
+    (folder / "itap_at").symlink_to(itap_dir)
+    return folder
 
 
 

@@ -16,19 +16,10 @@ from pathlib import Path
 import pytest
 
 import openai_server
-from equita.builders import jobs
 from test_probes import invoke, tree
 
 KEY = "sk-probe-SECRET-0123456789"
 PASSWORD = "pw-SECRET-42"
-
-
-@pytest.fixture(scope="module")
-def datasets(tmp_path_factory, itap_dir) -> Path:
-    folder = tmp_path_factory.mktemp("datasets")
-    jobs.build(folder / "jobs")
-    (folder / "itap_at").symlink_to(itap_dir)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from equita.builders import jobs
 from equita.runners.results.verify import verify_folder
 from equita.runners.run import RunOptions, run
 from test_probes import invoke, tree
-
-
-@pytest.fixture(scope="module")
-def datasets(tmp_path_factory, itap_dir) -> Path:
-    folder = tmp_path_factory.mktemp("datasets")
-    jobs.build(folder / "jobs")
-    (folder / "itap_at").symlink_to(itap_dir)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -14,21 +14,12 @@ from pathlib import Path
 import pytest
 
 import openai_server
-from equita.builders import jobs
 from equita.runners.errors import ModelError
 from equita.runners.run import RunOptions, run
 
 TASKS = "jobs,itap-at,itap-at-logprob"
 LIMIT = 2
 KEY = "sk-equita-test-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def datasets(tmp_path_factory, itap_dir) -> Path:
-    folder = tmp_path_factory.mktemp("datasets")
-    jobs.build(folder / "jobs")
-    (folder / "itap_at").symlink_to(itap_dir)
-    return folder
 
 
 @contextlib.contextmanager
