@@ -44,6 +44,37 @@ DatasetsOption = datasets_option()
 SourceDirOption = source_dir_option()
 
 
+# The LLM judge of ItaP-AT answers: the same four options for run and rescore.
+def judge_options(panel: str):
+    server = Annotated[Optional[str], typer.Option("--judge-server", metavar="URL", rich_help_panel=panel,
+                       help="Also label the generated ItaP-AT answers by an LLM judge on this OpenAI-compatible server (its base URL). Default: none.")]  # fmt: skip
+    model = Annotated[Optional[str], typer.Option("--judge-model", metavar="NAME", rich_help_panel=panel, help="With --judge-server: the served judge model's name. Default: none.")]
+    key = Annotated[Optional[str], typer.Option("--judge-api-key-env", metavar="VAR", rich_help_panel=panel,
+                    help="With --judge-server: the variable holding its API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")]  # fmt: skip
+    labels = Annotated[str, typer.Option("--labels", metavar="rules|judge", rich_help_panel=panel,
+                       help="Whose labels of the ItaP-AT answers the headline scores use: the rules' (the classifier) or the judge's (needs --judge-server); both are recorded.")]  # fmt: skip
+    return server, model, key, labels
+
+
+JudgeServerOption, JudgeModelOption, JudgeKeyOption, LabelsOption = judge_options("LLM judge")
+
+
+def judge_settings(server: str | None, model: str | None, key_env: str | None, labels: str):
+    """The JudgeOptions of the four options (None without a judge); a bad combination exits with 2."""
+    from .judge import JudgeOptions
+
+    if (server is None) != (model is None) or (key_env and server is None):
+        console.print("[red]error:[/red] --judge-server and --judge-model go together (and --judge-api-key-env with them)")
+        raise typer.Exit(2)
+    if labels not in ("rules", "judge"):
+        console.print(f"[red]error:[/red] --labels {escape(labels)!s:.40}: 'rules' or 'judge'")
+        raise typer.Exit(2)
+    if labels == "judge" and server is None:
+        console.print("[red]error:[/red] --labels judge needs an LLM judge: --judge-server URL --judge-model NAME")
+        raise typer.Exit(2)
+    return JudgeOptions(server, model, key_env) if server else None
+
+
 def batch_size_value(value: str) -> int | str:
     """--batch-size: "auto" or a whole number of rows, at least 1."""
     text = str(value).strip().lower()
@@ -109,7 +140,7 @@ def _log(message: str) -> None:
 
 
 # `equita run --help` in panels: what to run, then one panel per kind of model and what else it may load or reach.
-RUN, LOCAL, SERVER, GFG, JUDGE, HUB = "What to run", "Model in this process", "Model on a server", "GFG metrics' models", "LLM judge", "Submit to the Hub"
+RUN, LOCAL, SERVER, GFG, HUB = "What to run", "Model in this process", "Model on a server", "GFG metrics' models", "Submit to the Hub"
 
 
 @app.command()
@@ -147,9 +178,10 @@ def run(
         Optional[str], typer.Option("--neutrality-model", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the neutral/gendered classifier, name or local path. Default: FBK-MT/GeNTE-evaluator.")
     ] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", rich_help_panel=GFG, help="gfg GeNTE tasks: the classifier's tokenizer. Default: UmBERTo (Musixmatch's umberto-commoncrawl-cased-v1).")] = None,
-    judge_server: Annotated[Optional[str], typer.Option("--judge-server", metavar="URL", rich_help_panel=JUDGE, help="Also label the generated ItaP-AT answers by an LLM judge on this OpenAI-compatible server (its base URL), as `equita rescore` does. Default: none.")] = None,
-    judge_model: Annotated[Optional[str], typer.Option("--judge-model", metavar="NAME", rich_help_panel=JUDGE, help="With --judge-server: the served judge model's name. Default: none.")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env", metavar="VAR", rich_help_panel=JUDGE, help="With --judge-server: the variable holding its API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")] = None,
+    judge_server: JudgeServerOption = None,
+    judge_model: JudgeModelOption = None,
+    judge_api_key_env: JudgeKeyOption = None,
+    labels: LabelsOption = "rules",
     push: Annotated[bool, typer.Option("--push", rich_help_panel=HUB, help="At the end, submit the results as pull requests (needs --results-repo), like `equita submit`. Default: off.")] = False,
     results_repo: Annotated[Optional[str], typer.Option("--results-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: the central results dataset, ORG/NAME. Default: none.")] = None,
     model_repo: Annotated[Optional[str], typer.Option("--model-repo", metavar="ORG/NAME", rich_help_panel=HUB, help="With --push: also open a pull request on this model repo. Default: none.")] = None,
@@ -157,7 +189,6 @@ def run(
 ) -> None:
     """Score a model on the benchmarks; rerun the same command to resume an interrupted run."""
     from .hub.publish import PublishError, submit_results
-    from .judge import JudgeOptions
     from .results.contract import headline
     from .run import RunOptions
     from .run import run as run_tasks
@@ -176,9 +207,7 @@ def run(
     if not request_timeout <= MAX_REQUEST_TIMEOUT:  # inf or 1e12 would overflow the clock arithmetic
         console.print(f"[red]error:[/red] --request-timeout {request_timeout:g}: at most {MAX_REQUEST_TIMEOUT:g} seconds (an hour)")
         raise typer.Exit(2)
-    if (judge_server is None) != (judge_model is None) or (judge_api_key_env and judge_server is None):
-        console.print("[red]error:[/red] --judge-server and --judge-model go together (and --judge-api-key-env with them)")
-        raise typer.Exit(2)
+    judge = judge_settings(judge_server, judge_model, judge_api_key_env, labels)
     if str(out) in ("", "."):
         # An unset variable ("--out $OUT") would scatter results.json, samples.jsonl and plots/ here.
         console.print("[red]error:[/red] --out must name a results folder, not the current folder")
@@ -209,7 +238,7 @@ def run(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
         revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
         server=server, api_key_env=api_key_env, tokenizer=tokenizer, concurrency=concurrency, request_timeout=request_timeout,
-        max_retries=max_retries, judge=JudgeOptions(judge_server, judge_model, judge_api_key_env) if judge_server else None,
+        max_retries=max_retries, judge=judge, label_source=labels,
     )  # fmt: skip
     try:
         results = run_tasks(options, log=_log)
@@ -242,6 +271,9 @@ def run(
         interval = "-" if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         table.add_row(name, task["metric"]["name"], f"{key} {value:.3f}{unbiased}", interval, str(task["n"]), ", ".join(r.get("warnings", [])) or "-")
     Console().print(table)
+    for name, task in results["tasks"].items():
+        if task.get("judge") is not None:
+            _log(f"{name}: {judge_summary(task, headline(task)[0])}" if task["results"] else f"{name}: not computed with the judge's labels")
     console.print(f"wrote {escape(str(out))}/results.json, samples.jsonl, report.md")
     if push:
         try:
@@ -380,6 +412,21 @@ def bench(
     print((out / "bench.md").read_text())
 
 
+def judge_summary(task: dict, headline: str) -> str:
+    """One line on a judged task: the score under each label source, the agreement, the warning."""
+    judged, source = task["judge"], task.get("label_source", "rules")
+    agreed = judged["agreement"]
+
+    def scored(scores) -> str:
+        return f"{scores['bias_score']:+.3f} [{scores['ci_low']:+.3f}, {scores['ci_high']:+.3f}]" if scores and scores["ci_low"] is not None else "no label" if not scores else f"{scores['bias_score']:+.3f}"
+
+    kappa = "undefined" if agreed["kappa"] is None else f"{agreed['kappa']:.3f}"
+    whose = "judge's" if source == "judge" else "rules'"
+    return (f"{headline} with the rules' labels {scored(judged['rules_results'])}, with judge {judged['model']}'s {scored(judged['results'])} "
+            f"({agreed['n']} labelled, {agreed['unreadable']} unreadable); Cohen's kappa {kappa}; the headline uses the {whose} labels"
+            + ("; LOW AGREEMENT" if judged["warnings"] else ""))  # fmt: skip
+
+
 @app.command()
 def rescore(
     results_dir: Annotated[Path, typer.Argument(help="A results folder of `equita run` (results.json and samples.jsonl); it is only read.")],
@@ -390,19 +437,16 @@ def rescore(
     bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, help="gfg detection: the encoder layer, as for `equita run`. Default: 9.")] = None,
     neutrality_model: Annotated[Optional[str], typer.Option("--neutrality-model", metavar="NAME", help="gfg GeNTE tasks: the classifier, as for `equita run`. Default: FBK-MT/GeNTE-evaluator.")] = None,
     neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", help="gfg GeNTE tasks: the classifier's tokenizer, as for `equita run`. Default: UmBERTo.")] = None,
-    judge_server: Annotated[Optional[str], typer.Option("--judge-server", metavar="URL", help="Also label the ItaP-AT answers by an LLM judge on this OpenAI-compatible server (its base URL). Default: none.")] = None,
-    judge_model: Annotated[Optional[str], typer.Option("--judge-model", metavar="NAME", help="With --judge-server: the served judge model's name. Default: none.")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env", metavar="VAR", help="With --judge-server: the variable holding its API key, never printed or recorded. Default: OPENAI_API_KEY, if set.")] = None,
+    judge_server: JudgeServerOption = None,
+    judge_model: JudgeModelOption = None,
+    judge_api_key_env: JudgeKeyOption = None,
+    labels: LabelsOption = "rules",
 ) -> None:
     """Score a results folder again from its samples with the metrics installed now; no model is loaded."""
-    from .judge import JudgeOptions
     from .results.rescore import RescoreError
     from .results.rescore import rescore as rescore_folder
 
-    if (judge_server is None) != (judge_model is None) or (judge_api_key_env and judge_server is None):
-        console.print("[red]error:[/red] --judge-server and --judge-model go together (and --judge-api-key-env with them)")
-        raise typer.Exit(2)
-    judge = JudgeOptions(judge_server, judge_model, judge_api_key_env) if judge_server else None
+    judge = judge_settings(judge_server, judge_model, judge_api_key_env, labels)
 
     metric_options: dict = {}
     for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
@@ -410,7 +454,8 @@ def rescore(
         if value is not None:
             metric_options.setdefault(metric, {})[key] = value
     try:
-        rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, judge=judge, log=_log)
+        rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, judge=judge,
+                                          label_source=labels, log=_log)  # fmt: skip
     except (RescoreError, DatasetError, ModelError, ValueError) as error:
         console.print(f"[red]rescore failed:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
@@ -425,6 +470,9 @@ def rescore(
         if change is None:
             continue
         before = task["rescored"]
+        if task["results"] is None:
+            _log(f"{name}: not computed: {task['not_computed']}")
+            continue
         versions = f"; classifier {before['classifier_version_before']} -> {task['results'].get('classifier_version')}" if before.get("classifier_version_before") else ""
         _log(f"{name}: {task['metric']['name']} {before['module_sha256_before'][:12]} -> {task['metric']['module_sha256'][:12]}{versions}")
         _log(f"{name}: {change.headline} {shown(*change.before)} -> {shown(*change.after)}")
@@ -433,10 +481,7 @@ def rescore(
             _log(f"{name}: labels changed: " + (", ".join(f"{old} -> {new}: {count}" for (old, new), count in moved) if moved else f"none of {sum(change.labels.values())}"))
         judged = task.get("judge")
         if judged is not None:
-            agreed, scores = judged["agreement"], judged["results"]
-            kappa = "undefined" if agreed["kappa"] is None else f"{agreed['kappa']:.3f}"
-            _log(f"{name}: judge {judged['model']}: " + (f"{change.headline} {shown(scores['bias_score'], scores['ci_low'], scores['ci_high'])}" if scores else "no label")
-                 + f" over {agreed['n']} answers ({agreed['unreadable']} unreadable); Cohen's kappa with the rules {kappa}" + ("; LOW AGREEMENT" if judged["warnings"] else ""))  # fmt: skip
+            _log(f"{name}: {judge_summary(task, change.headline)}")
     _log(f"wrote {out}/results.json, samples.jsonl, report.md")
 
 

@@ -9,10 +9,11 @@ never guessed. Requests go through the server backend (concurrency, retries, dea
 key never recorded) and are cached in the results folder's `judge_requests.jsonl`, so an
 interrupted judging resumes.
 
-Per task, the judge's labels are scored with the metric's own `score_labels` (the paper's bias
-score, its class shares and interval) over the rows it labelled, and compared with the rules'
-labels: Cohen's kappa and the confusion matrix (rules -> judge), with a warning below
-KAPPA_WARNING.
+Per task, the judge's labels are scored by the task's own metric module, given as its `labels`
+input (the paper's bias score, its class shares and interval, over the rows the judge labelled),
+and compared with the rules' labels: Cohen's kappa and the confusion matrix (rules -> judge), with
+a warning below KAPPA_WARNING. `--labels judge` makes the judge's score the task's headline
+(`run.judged`); the rules' stay beside it.
 """
 
 from __future__ import annotations
@@ -95,8 +96,13 @@ def judge_answers(items: list[tuple[str, str, str, str]], options: JudgeOptions,
     judge (cached in `cache_path`, so a second call asks only what the first did not get)."""
     from .backends.server import connect
 
-    model = connect(options.model, options.server, api_key_env=options.api_key_env, concurrency=options.concurrency,
-                    timeout=options.timeout, retries=options.retries, log=log)  # fmt: skip
+    from .errors import ModelError
+
+    try:
+        model = connect(options.model, options.server, api_key_env=options.api_key_env, concurrency=options.concurrency,
+                        timeout=options.timeout, retries=options.retries, log=log)  # fmt: skip
+    except ModelError as error:  # the backend names the options of a model under test; these are the judge's
+        raise ModelError("LLM judge: " + str(error).replace("--model ", "--judge-model ").replace("--api-key-env ", "--judge-api-key-env ")) from None
     built = [judge_request(*item) for item in items]
     requests = [request for request, _ in built]
     keys = [request_key(request, model.render(request)) for request in requests]
@@ -116,33 +122,35 @@ def judge_answers(items: list[tuple[str, str, str, str]], options: JudgeOptions,
     verdicts = []
     for (question, answer, stereotype, _), (_, order), key in zip(items, built, keys):
         reply = replies[key]["text"]
-        verdicts.append({"label": read_verdict(reply, order, stereotype), "reply": reply[:200]})
+        # The whole reply is kept (the backend bounds it by the 8-token budget), so verify reads it again.
+        verdicts.append({"label": read_verdict(reply, order, stereotype), "reply": reply})
     return verdicts
 
 
-def judge_task(name, eval_task, rows, requests, responses, samples, judge: JudgeOptions, cache_path: Path, log) -> dict:
-    """The judge's labels of one ItaP-AT task's answers, written into its samples (`judge_label`,
-    `judge_reply`), and what the task records: the judge's scores and its agreement with the rules."""
-    from ..metrics.itap_at_bias.itap_at_bias import score_labels
+SUMMARY = ("bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n")
 
-    inputs = eval_task.metric_inputs(rows, responses)
-    items = [(request.user, response["text"], stereotype, anti) for request, response, stereotype, anti
-             in zip(requests, responses, inputs["stereotypes"], inputs["anti_stereotypes"])]  # fmt: skip
-    verdicts = judge_answers(items, judge, cache_path, name, eval_task.dataset.version, log)
-    for sample, verdict in zip(samples, verdicts):
-        sample["judge_label"], sample["judge_reply"] = verdict["label"], verdict["reply"]
-    labelled = [i for i, verdict in enumerate(verdicts) if verdict["label"] != UNREADABLE]
-    clusters = inputs.get("clusters")
-    scores = None
-    if labelled:
-        scored = score_labels([verdicts[i]["label"] for i in labelled], clusters=[clusters[i] for i in labelled] if clusters else None)
-        scores = {key: scored[key] for key in ("bias_score", "ci_low", "ci_high", "p_stereotype", "p_anti_stereotype", "p_neutral", "p_error", "n")}
-    agreed = agreement([s["label"] for s in samples], [v["label"] for v in verdicts])
+
+def judge_items(inputs: dict, requests, responses) -> list[tuple[str, str, str, str]]:
+    """(question, answer, stereotype, anti-stereotype) of each generated answer, from the metric's inputs."""
+    return [(request.user, response["text"], stereotype, anti) for request, response, stereotype, anti
+            in zip(requests, responses, inputs["stereotypes"], inputs["anti_stereotypes"])]  # fmt: skip
+
+
+def given_labels(verdicts: list[dict]) -> list[str | None]:
+    """The judge's labels as the metric's `labels` input: None where its reply was not a label."""
+    return [None if verdict["label"] == UNREADABLE else verdict["label"] for verdict in verdicts]
+
+
+def judge_record(name: str, judge: JudgeOptions, rules_labels: list[str], verdicts: list[dict], rules_results: dict, judge_results: dict | None, log) -> dict:
+    """What a judged task records: the scores under each label source, Cohen's kappa and the
+    confusion matrix between them, and the low-agreement warning."""
+    agreed = agreement(rules_labels, [v["label"] for v in verdicts])
     warnings = []
     if agreed["kappa"] is None or agreed["kappa"] < KAPPA_WARNING:
         warnings.append("low_agreement")
         log(f"{name}: warning: the judge and the rules agree with Cohen's kappa {agreed['kappa']} (below {KAPPA_WARNING}): neither reading stands alone")
     if agreed["unreadable"]:
         log(f"{name}: the judge's reply was not a label for {agreed['unreadable']} of {len(verdicts)} answers (recorded as unreadable)")
+    summary = lambda results: None if results is None else {key: results[key] for key in SUMMARY}  # noqa: E731
     return {"model": judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "prompt_sha256": JUDGE_PROMPT_SHA256,
-            "results": scores, "agreement": agreed, "warnings": warnings}  # fmt: skip
+            "results": summary(judge_results), "rules_results": summary(rules_results), "agreement": agreed, "warnings": warnings}  # fmt: skip

@@ -30,7 +30,8 @@ from ..builders.common import CACHE_DIR_ENV, file_in_the_way, sha256_file
 from . import data
 from .backends.models import cache_root, load_model, shareable
 from .cache import RequestCache, request_key
-from .judge import JudgeOptions, judge_task
+from . import judge as judging
+from .judge import JudgeOptions
 from .requests import Generate, Loglikelihood, chat_format
 from .results import contract as results_contract
 from .results import report
@@ -154,8 +155,10 @@ class RunOptions:
     max_retries: int = 6
     # Per metric, options for compute() on top of the task's (local model paths for BERTScore and the classifier).
     metric_options: dict = field(default_factory=dict)
-    # An LLM judge that also labels the generated ItaP-AT answers (runners/judge.py).
+    # An LLM judge that also labels the generated ItaP-AT answers (runners/judge.py), and whose
+    # labels the headline uses: "rules" (the classifier's, default) or "judge".
     judge: JudgeOptions | None = None
+    label_source: str = "rules"
 
 
 def metric_code_sha256(folder: Path) -> str:
@@ -247,11 +250,14 @@ class Scored:
     metric_s: float
 
 
-def score(task: EvalTask, rows, requests, rendered, keys, responses, metric_options: dict, log) -> Scored:
-    """Score a task's answers with its metric module, and write each row's sample."""
+def score(task: EvalTask, rows, requests, rendered, keys, responses, metric_options: dict, log, labels: list | None = None) -> Scored:
+    """Score a task's answers with its metric module, and write each row's sample; `labels`, the
+    labels another reader gave (an LLM judge), are scored instead of the metric's own reading."""
     started = time.perf_counter()
     metric, metric_sha = load_metric(task.metric)
     inputs = task.metric_inputs(rows, responses)
+    if labels is not None:
+        inputs["labels"] = labels
     try:
         output, not_computed = metric.compute(**inputs, **metric_options), None
     except OSError as error:
@@ -271,11 +277,41 @@ def score(task: EvalTask, rows, requests, rendered, keys, responses, metric_opti
     return Scored(results, not_computed, _samples(task, rows, requests, rendered, keys, responses, per_row_inputs, per_row), metric_sha, metric_s)
 
 
-def not_scored(task: EvalTask, rows, requests, rendered, keys, reason: str) -> Scored:
-    """A task the backend could not answer: its samples hold the prompts, no answers."""
+def judgeable(task: EvalTask, requests) -> bool:
+    """Whether an LLM judge reads this task's answers: generated ItaP-AT answers."""
+    return task.metric == "itap_at_bias" and bool(requests) and isinstance(requests[0], Generate)
+
+
+def judged(task: EvalTask, rows, requests, rendered, keys, responses, metric_options: dict, scored: Scored, judge: JudgeOptions,
+           label_source: str, cache_path: Path, log) -> tuple[Scored, dict]:  # fmt: skip
+    """The task labelled by the judge too: its samples keep both labels, its record both scores.
+
+    `scored` is the rules' scoring. With label_source "judge" the task is scored again with the
+    judge's labels (rows it could not label left out), and that scoring is returned; the rules'
+    label and reason stay in each sample as `rules_label` and `rules_reason`.
+    """
+    verdicts = judging.judge_answers(judging.judge_items(task.metric_inputs(rows, responses), requests, responses), judge, cache_path,
+                                     task.name, task.dataset.version, log)  # fmt: skip
+    given = judging.given_labels(verdicts)
+    by_judge = score(task, rows, requests, rendered, keys, responses, metric_options, log, labels=given) if any(given) else None
+    record = judging.judge_record(task.name, judge, [s["label"] for s in scored.samples], verdicts, scored.results,
+                                  by_judge.results if by_judge else None, log)  # fmt: skip
+    chosen = scored
+    if label_source == "judge":
+        chosen = by_judge or not_scored(task, rows, requests, rendered, keys, "the judge gave no answer a label (see judge.agreement)", responses)
+        for sample, rules in zip(chosen.samples, scored.samples):
+            sample["rules_label"], sample["rules_reason"] = rules["label"], rules["reason"]
+    for sample, verdict in zip(chosen.samples, verdicts):
+        sample["judge_label"], sample["judge_reply"] = verdict["label"], verdict["reply"]
+    return chosen, record
+
+
+def not_scored(task: EvalTask, rows, requests, rendered, keys, reason: str, responses: list | None = None) -> Scored:
+    """A task that could not be scored: its samples hold the prompts and the answers, if any."""
     _, metric_sha = load_metric(task.metric)
     nothing = [None] * len(rows)
-    return Scored(None, reason, _samples(task, rows, requests, rendered, keys, nothing, nothing, [{"not_computed": True} for _ in rows]), metric_sha, 0.0)
+    samples = _samples(task, rows, requests, rendered, keys, responses or nothing, nothing, [{"not_computed": True} for _ in rows])
+    return Scored(None, reason, samples, metric_sha, 0.0)
 
 
 def _samples(task: EvalTask, rows, requests, rendered, keys, responses, per_row_inputs, per_row) -> list[dict]:
@@ -309,6 +345,8 @@ def _prepare(tasks: list[EvalTask], options: RunOptions, log) -> list[tuple[Eval
 
 def run(options: RunOptions, log: Callable[[str], None] = print) -> dict:
     """Run, write results.json, samples.jsonl and the report into options.out; return the results."""
+    if options.label_source not in ("rules", "judge") or (options.label_source == "judge" and options.judge is None):
+        raise ValueError(f"label_source {options.label_source!r:.40}: 'rules', or 'judge' with a judge (--judge-server and --judge-model)")
     out = Path(options.out)
     created = check_out(out)
     with locked(out):  # a run refused here removes nothing: the folder and its lock are another run's
@@ -381,12 +419,13 @@ def _run(options: RunOptions, out: Path, log) -> dict:
             responses = [answers[key] for key in keys]
 
             scored = score(task, rows, requests, rendered, keys, responses, metric_options, log)
-            judged = None
-            if options.judge is not None and scored.results is not None and task.metric == "itap_at_bias" and isinstance(requests[0], Generate):
-                judged = judge_task(task.name, task, rows, requests, responses, scored.samples, options.judge, out / "judge_requests.jsonl", log)
+            judge_block = None
+            if options.judge is not None and scored.results is not None and judgeable(task, requests):
+                scored, judge_block = judged(task, rows, requests, rendered, keys, responses, metric_options, scored, options.judge,
+                                             options.label_source, out / "judge_requests.jsonl", log)  # fmt: skip
         else:
             log(f"{task.name}: not computed: {reason}")
-            todo, answers, inference_s, batching, judged = {}, {}, 0.0, {}, None
+            todo, answers, inference_s, batching, judge_block = {}, {}, 0.0, {}, None
             scored = not_scored(task, rows, requests, rendered, keys, reason)
         samples += scored.samples
         first = requests[0]
@@ -411,8 +450,9 @@ def _run(options: RunOptions, out: Path, log) -> dict:
                 **batching,
             },
         }
-        if judged is not None:
-            results["tasks"][task.name]["judge"] = judged
+        if judge_block is not None:
+            results["tasks"][task.name]["label_source"] = options.label_source
+            results["tasks"][task.name]["judge"] = judge_block
     if earlier is not None:
         # The same model in the same folder: keep the tasks this run did not redo, and say so.
         previous, previous_samples = earlier

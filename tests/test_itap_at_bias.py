@@ -248,6 +248,43 @@ def test_bias_score_by_hand(labels, denominator, expected):
     assert sum(result[k] for k in ("p_stereotype", "p_anti_stereotype", "p_neutral", "p_error")) == pytest.approx(1)
 
 
+S, A, N, E = "stereotype", "anti_stereotype", "neutral", "error"
+# Labels another reader gave (an LLM judge), None for a row it could not label:
+# (given, groups, denominator, bias_score, n, n_unlabelled, {group: (bias_score, n)}), by hand.
+GIVEN_LABELS = [
+    ([S, A, None, S], None, "all", 1 / 3, 3, 1, {}),  # (2 - 1) / 3: the unlabelled row counts nowhere
+    ([N, E, S, S], None, "all", 0.5, 4, 0, {}),  # 2 / 4
+    ([N, E, S, S], None, "non_error", 2 / 3, 4, 0, {}),  # 2 / (4 - 1)
+    ([None, None, A, None], None, "all", -1.0, 1, 3, {}),
+    ([S, None, A, A], ["g1", "g1", "g2", "g2"], "all", -1 / 3, 3, 1, {"g1": (1.0, 1), "g2": (-1.0, 2)}),
+    ([None, None, S, A], ["g1", "g1", "g2", "g2"], "all", 0.0, 2, 2, {"g2": (0.0, 2)}),  # a group with no label is not listed
+]
+
+
+@pytest.mark.parametrize("given, groups, denominator, score, n, unlabelled, by_group", GIVEN_LABELS)
+def test_given_labels_are_scored_instead_of_the_classifiers(given, groups, denominator, score, n, unlabelled, by_group):
+    # The answers would all read as the stereotype: only the given labels count.
+    result = bias.compute_bias(["piacevole"] * 4, ["piacevole"] * 4, ["spiacevole"] * 4, groups=groups, denominator=denominator, labels=given,
+                               return_labels=True, n_bootstrap=50)  # fmt: skip
+    assert result["bias_score"] == pytest.approx(score) and result["n"] == n and result["n_unlabelled"] == unlabelled
+    assert result["labels"] == given and result["classifier_version"] is None
+    assert {name: (r["bias_score"], r["n"]) for name, r in result["groups"].items()} == by_group
+    assert [reason.startswith("no label given") for reason in result["reasons"]] == [label is None for label in given]
+
+
+@pytest.mark.parametrize("given, predictions, message", [
+    (["unreadable", S], ["a", "b"], "row 0: a given label must be one of stereotype, anti_stereotype, neutral, error or None"),
+    ([None, None], ["a", "b"], "no row has a label"),
+    ([S], ["a", "b"], "labels has 1 entries, predictions 2"),
+    ("stereotype", ["a", "b"], "labels must be a list"),
+    ([S, A], [[-0.1, -2.0], [-1.0, -0.5]], "labels are given for raw answers (text predictions) only"),
+])  # fmt: skip
+def test_bad_given_labels_name_the_problem(given, predictions, message):
+    with pytest.raises(ValueError) as raised:
+        bias.compute_bias(predictions, ["piacevole"] * 2, ["spiacevole"] * 2, labels=given)
+    assert message in str(raised.value)
+
+
 @pytest.mark.parametrize(
     "labels, warnings",
     [

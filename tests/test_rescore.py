@@ -359,3 +359,177 @@ def test_run_can_ask_the_judge_as_it_goes(tmp_path, datasets, monkeypatch):
     judged = results["tasks"]["itap-at"]["judge"]
     assert judged["results"]["p_neutral"] == 1.0 and judged["agreement"]["n"] == 4 and "judge" not in results["tasks"]["jobs"]
     assert judge.asked == 4 and (tmp_path / "run" / "judge_requests.jsonl").is_file()
+
+
+# -- --labels judge: the headline from the judge's labels --------------------------------------
+
+
+def _always_b(prompt: str) -> str:
+    return "B"
+
+
+def _expected_always_b(samples: list[dict]) -> float:
+    """By hand: "B" names the attribute second in alphabetical order; +1 when it is the stereotype."""
+    signs = [1 if sorted((s["metric_input"]["stereotypes"], s["metric_input"]["anti_stereotypes"]), key=str.casefold)[1] == s["metric_input"]["stereotypes"] else -1
+             for s in samples]  # fmt: skip
+    return sum(signs) / len(signs)
+
+
+@pytest.fixture(scope="module")
+def judged_by_b(tmp_path_factory, finished, datasets) -> Path:
+    """The finished run rescored with --labels judge by a judge that always answers B."""
+    from equita.runners.judge import JudgeOptions
+    from equita.runners.results.rescore import rescore
+
+    out = tmp_path_factory.mktemp("judged") / "by-judge"
+    judge = _JudgeServer(_always_b)
+    try:
+        rescore(finished, out, datasets=str(datasets), judge=JudgeOptions(judge.url, "judge"), label_source="judge", log=lambda message: None)
+    finally:
+        judge.close()
+    return out
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_labels_judge_makes_the_judges_labels_the_headline_and_keeps_the_rules_beside_it(judged_by_b, finished):
+    old, new = (json.loads((path / "results.json").read_text())["tasks"]["itap-at"] for path in (finished, judged_by_b))
+    samples = [s for s in _read(judged_by_b / "samples.jsonl") if s["task"] == "itap-at"]
+    assert new["label_source"] == "judge" and new["results"]["classifier_version"] is None and new["results"]["n_unlabelled"] == 0
+    assert new["results"]["bias_score"] == pytest.approx(_expected_always_b(samples))
+    judged = new["judge"]
+    assert judged["results"] == {key: new["results"][key] for key in judged["results"]}  # the judge's summary is the headline's
+    assert judged["rules_results"] == {key: old["results"][key] for key in judged["rules_results"]}  # and the rules' stays beside it
+    old_labels = {s["id"]: s["label"] for s in _read(finished / "samples.jsonl") if s["task"] == "itap-at"}
+    assert all(s["rules_label"] == old_labels[s["id"]] and s["label"] == s["judge_label"] and s["metric_input"]["labels"] == s["label"] for s in samples)
+    report = (judged_by_b / "report.md").read_text()
+    assert "The scores above use the LLM judge's labels (rows it could not label left out). An LLM judge (judge, prompt v1) labelled the answers" in report
+    jobs = json.loads((judged_by_b / "results.json").read_text())["tasks"]["jobs"]
+    assert "label_source" not in jobs and "judge" not in jobs  # Jobs reads log-probabilities: no labels to judge
+
+
+def _verify_itap(folder: Path, datasets: Path) -> dict:
+    return verify_folder(folder, datasets=str(datasets), log=lambda message: None)["tasks"]["itap-at"]
+
+
+VERIFY_JUDGED = [
+    # (case, samples edit, results edit, problem shown; None: only the prompts are unverifiable)
+    ("as written", None, None, None),
+    ("a judge label changed", lambda lines: [{**line, "judge_label": "neutral"} if i == 0 else line for i, line in enumerate(lines)], None,
+     'judge_label "neutral" recorded, its judge_reply reads'),
+    ("a judge reply changed", lambda lines: [{**line, "judge_reply": "ENTRAMBE"} if i == 0 else line for i, line in enumerate(lines)], None,
+     'judge_label "'),
+    ("the rules' score edited", None, lambda r: r["tasks"]["itap-at"]["judge"]["rules_results"].update(bias_score=0.9), "judge.rules_results.bias_score: 0.9 recorded"),
+    ("the kappa edited", None, lambda r: r["tasks"]["itap-at"]["judge"]["agreement"].update(kappa=0.99), "judge.agreement.kappa: 0.99 recorded"),
+    ("the label source flipped", None, lambda r: r["tasks"]["itap-at"].update(label_source="rules"), "results.bias_score"),
+    ("no judge record", None, lambda r: r["tasks"]["itap-at"].pop("judge"), "label_source is 'judge' without a judge record"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case, samples, results, problem", VERIFY_JUDGED, ids=[v[0] for v in VERIFY_JUDGED])
+def test_verify_reads_the_judges_labels_again_from_its_replies(tmp_path, judged_by_b, datasets, case, samples, results, problem):
+    folder = _copy(judged_by_b, tmp_path)
+    _edit(folder, results, samples)
+    if problem is not None and "without a judge record" in problem:
+        from equita.runners.results.contract import validate_results
+
+        assert any(problem in line for line in validate_results(json.loads((folder / "results.json").read_text())))
+        return
+    checked = _verify_itap(folder, datasets)
+    if problem is None:
+        # The scripted model records no chat template: its prompts cannot be rebuilt, everything else is checked.
+        assert checked["status"] == "not verifiable" and all("prompts:" in line for line in checked["problems"]), checked
+    else:
+        assert checked["status"] == "mismatch" and any(problem in line for line in checked["problems"]), checked
+
+
+def test_a_judge_that_labels_nothing_leaves_the_judge_sourced_task_not_computed(tmp_path, finished, datasets, monkeypatch):
+    judge = _JudgeServer(lambda prompt: "Dipende.")
+    try:
+        code, output = invoke(["rescore", str(_copy(finished, tmp_path)), "--out", "rescored", "--datasets", str(datasets), "--judge-server", judge.url,
+                               "--judge-model", "judge", "--labels", "judge"], tmp_path, monkeypatch)  # fmt: skip
+    finally:
+        judge.close()
+    assert code == 0, output
+    new = json.loads((tmp_path / "rescored" / "results.json").read_text())["tasks"]
+    assert new["itap-at"]["results"] is None and "the judge gave no answer a label" in new["itap-at"]["not_computed"]
+    assert new["itap-at"]["judge"]["rules_results"]["n"] == 12 and new["jobs"]["results"] is not None
+
+
+def test_rescoring_a_judged_folder_reuses_the_judges_replies_or_drops_them_and_says_so(tmp_path, judged_by_b, datasets, monkeypatch):
+    folder = _copy(judged_by_b, tmp_path)
+    (folder / "judge_requests.jsonl").write_bytes((judged_by_b / "judge_requests.jsonl").read_bytes())
+    code, output = _rescore(tmp_path, folder, datasets, monkeypatch, "plain")
+    assert code == 0, output
+    assert "its LLM judge's labels are not carried over" in output
+    plain = json.loads((tmp_path / "plain" / "results.json").read_text())["tasks"]["itap-at"]
+    assert "judge" not in plain and "label_source" not in plain and plain["rescored"]["label_source_before"] == "judge"
+    assert plain["results"]["classifier_version"] is not None  # the rules' labels again
+    silent = _JudgeServer(_always_b)
+    try:
+        code, output = invoke(["rescore", str(folder), "--out", "again", "--datasets", str(datasets), "--judge-server", silent.url, "--judge-model", "judge",
+                               "--labels", "judge"], tmp_path, monkeypatch)  # fmt: skip
+    finally:
+        silent.close()
+    assert code == 0, output
+    assert silent.asked == 0, output  # every reply came from the run's judge_requests.jsonl
+    again = json.loads((tmp_path / "again" / "results.json").read_text())["tasks"]["itap-at"]
+    assert again["results"] == json.loads((judged_by_b / "results.json").read_text())["tasks"]["itap-at"]["results"]
+
+
+LABELS_REFUSED = [
+    # (case, arguments, message)
+    ("judge labels without a judge", ["--labels", "judge"], "--labels judge needs an LLM judge"),
+    ("an unknown source", ["--labels", "annotators"], "--labels annotators: 'rules' or 'judge'"),
+]
+
+
+@pytest.mark.parametrize("command", ["rescore", "run"])
+@pytest.mark.parametrize("case, arguments, message", LABELS_REFUSED, ids=[c[0] for c in LABELS_REFUSED])
+def test_labels_without_a_judge_is_refused_in_one_line(tmp_path, finished, monkeypatch, command, case, arguments, message):
+    head = ["rescore", str(finished)] if command == "rescore" else ["run", "--model", "scripted"]
+    before = tree(tmp_path)
+    code, output = invoke([*head, "--out", "new", *arguments], tmp_path, monkeypatch)
+    assert code == 2 and message in output and len(output.strip().splitlines()) == 1, output
+    assert tree(tmp_path) == before
+
+
+def test_scores_from_different_label_sources_are_ranked_apart(finished, judged_by_b):
+    from equita.runners.results.ranking import Entry, rank_task
+
+    entries = [Entry(json.loads((path / "results.json").read_text()), _read(path / "samples.jsonl")) for path in (finished, judged_by_b)]
+    for entry in entries:
+        entry.results["settings"]["limit"] = None  # ranked, not a quick look: what is tested is the split
+        for task in entry.results["tasks"].values():
+            task["rows_in_dataset"] = task["n"]
+    rankings = rank_task("itap-at", entries)
+    assert [r.labels for r in rankings] == ["rules", "judge judge, prompt v1"]
+    assert all(len(r.standings) == 1 and not r.pairs for r in rankings)  # never paired across sources
+    assert all("ranked only against scores from the same reader's" in r.labels_note for r in rankings)
+    assert [len(r.standings) for r in rank_task("jobs", entries)] == [2]  # Jobs has no labels: one ranking
+
+
+def test_run_with_labels_judge_and_the_leaderboard_gives_each_source_its_own_page(tmp_path, datasets, monkeypatch, finished):
+    from fake_model import ScriptedModel
+
+    from equita.runners.hub.leaderboard import build_site, local_entries
+
+    monkeypatch.setattr("equita.runners.run.load_model", lambda *args, **kwargs: ScriptedModel())
+    judge = _JudgeServer(_always_b)
+    try:
+        code, output = invoke(["run", "--model", "scripted", "--out", "run", "--tasks", "itap-at", "--datasets", str(datasets), "--limit", "4",
+                               "--judge-server", judge.url, "--judge-model", "judge", "--labels", "judge"], tmp_path, monkeypatch)  # fmt: skip
+    finally:
+        judge.close()
+    assert code == 0, output
+    task = json.loads((tmp_path / "run" / "results.json").read_text())["tasks"]["itap-at"]
+    samples = _read(tmp_path / "run" / "samples.jsonl")
+    assert task["label_source"] == "judge" and task["results"]["bias_score"] == pytest.approx(_expected_always_b(samples))
+    assert "the headline uses the judge's labels" in output
+    build_site(local_entries([tmp_path / "run", finished], log=lambda message: None), tmp_path / "site", log=lambda message: None)
+    pages = sorted(path.name for path in (tmp_path / "site").glob("task-itap-at-*.html"))
+    assert pages == ["task-itap-at-v3-judge-judge-prompt-v1.html", "task-itap-at-v3.html"], pages
+    judged_page = (tmp_path / "site" / pages[0]).read_text()
+    assert "labels by LLM judge judge, prompt v1" in judged_page and "ranked only against scores from the same reader" in judged_page

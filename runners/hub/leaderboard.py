@@ -350,12 +350,12 @@ def standings_data(rankings: list[TaskRanking], ids: dict) -> list[dict]:
     for ranking in rankings:
         p = ranking.presentation
         data.append({
-            "task": ranking.task, "dataset_major_version": ranking.version, "headline": p.headline, "unbiased": p.unbiased, "better": p.better,
+            "task": ranking.task, "dataset_major_version": ranking.version, "labels": ranking.labels, "headline": p.headline, "unbiased": p.unbiased, "better": p.better,
             "standings": [{"model": s.entry.model, "revision": s.entry.results["model"]["revision"], "label": s.entry.label, "status": s.entry.status,
                            "verified": s.entry.verified, "rank": s.rank, "group": s.letters or None, "value": s.value, "ci_low": s.low, "ci_high": s.high,
                            "interval_from_samples": s.interval_from_samples, "dataset_version": s.task["dataset"]["version"], "marks": s.marks,
                            "results": f"files/{ids[id(s.entry)]}/results.json"} for s in ranking.standings],
-            "pairs": ranking.pairs, "notes": ranking.notes + ([ranking.version_note] if ranking.version_note else []),
+            "pairs": ranking.pairs, "notes": ranking.notes + [note for note in (ranking.version_note, ranking.labels_note) if note],
         })  # fmt: skip
     return data
 
@@ -512,7 +512,11 @@ def _write_site(entries: list[Entry], out: Path, title: str) -> int:
         p = ranking.presentation
         for standing in ranking.standings:
             sample_interval(standing, ranking.task, ranking)
-        page = f"task-{slug(ranking.task)}-v{slug(ranking.version)}.html"
+        page = f"task-{slug(ranking.task)}-v{slug(ranking.version)}"
+        if ranking.labels != "rules":  # "judge MODEL, prompt vN" -> -judge-MODEL-prompt-vN, numbered if two judges' names meet
+            page += "-" + slug(ranking.labels.replace(", prompt v", " prompt-v").replace(" ", "-"))
+            page += f"-{sum(t['page'].startswith(page) for t in task_pages) + 1}" if any(t["page"] == page + ".html" for t in task_pages) else ""
+        page += ".html"
         groups = list(dict.fromkeys(g for s in ranking.standings if s.task["results"] for g, _ in group_rows(s.task["results"], p.group_order)[1:]))
         rows = []
         for standing in ranking.standings:

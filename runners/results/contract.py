@@ -256,6 +256,15 @@ def validate_results(results: dict) -> list[str]:
             problems.append(f"{where}: results is null without a not_computed reason")
         if task.get("not_computed") is not None and not isinstance(task["not_computed"], str):
             problems.append(f"{where}.not_computed: expected a string")
+        if "label_source" in task:
+            # Whose labels the scores use ranks them apart: a judge's source must name its judge.
+            judged = task.get("judge")
+            if task["label_source"] not in ("rules", "judge"):
+                problems.append(f"{where}.label_source: {_cut(task['label_source'])} is not 'rules' or 'judge'")
+            elif task["label_source"] == "judge" and not (isinstance(judged, dict) and isinstance(judged.get("model"), str) and isinstance(judged.get("prompt_version"), str)):
+                problems.append(f"{where}.label_source is 'judge' without a judge record naming its model and prompt_version")
+            elif task["label_source"] == "judge" and quoted_length(f"judge {judged['model']}, prompt v{judged['prompt_version']}") > MAX_QUOTED_NAME:
+                problems.append(f"{where}.judge.model: too long to name a page (at most {MAX_QUOTED_NAME} characters once %XX-quoted)")
         if isinstance(task.get("results"), dict):
             before = len(problems)
             _check_numbers(f"{where}.results", task["results"], problems)

@@ -4,7 +4,8 @@ Read by `equita report A B ...` and by the leaderboard. A task's `Presentation` 
 models: the distance from the unbiased value for bias scores (a model at -0.3 is not "better"
 than one at +0.1), the score itself for accuracies. Runs that cannot be read side by side are
 kept apart, visibly: a `--limit` run or an answer set that cannot be read is listed, never ranked;
-a different major dataset version is ranked on its own; a model revision that is not pinned or a
+a different major dataset version, or scores from another reader's labels of the answers (an LLM
+judge's instead of the rules'), are ranked on their own; a model revision that is not pinned or a
 request format unlike the others' is ranked with a mark.
 """
 
@@ -72,6 +73,18 @@ class TaskRanking:
     pairs: list[dict]  # one per pair of the best MAX_PAIRED ranked entries: labels, paired_difference's output, adjusted p
     notes: list[str]
     version_note: str = ""  # set when other major versions of the dataset were ranked apart
+    labels: str = "rules"  # whose labels of the answers the scores use: "rules", or the LLM judge (label_source)
+    labels_note: str = ""  # set when scores from other label sources were ranked apart
+
+
+def label_source(task: dict) -> str:
+    """Whose labels of the answers a task's scores use: "rules" (the metric's own reading), or
+    "judge MODEL, prompt vN" (an LLM judge's, `--labels judge`): scores of different sources are
+    never ranked against each other."""
+    if task.get("label_source") != "judge":
+        return "rules"
+    judged = task.get("judge") if isinstance(task.get("judge"), dict) else {}
+    return f"judge {judged.get('model')}, prompt v{judged.get('prompt_version')}"
 
 
 def _major(version) -> str:
@@ -128,14 +141,18 @@ def _pairs(name: str, p: Presentation, ranked: list[Standing], seed: int) -> lis
 
 
 def rank_task(name: str, entries: list[Entry], seed: int = 0) -> list[TaskRanking]:
-    """The rankings of `name`, one per major dataset version (newest first)."""
+    """The rankings of `name`, one per major dataset version (newest first) and label source (the rules' first)."""
     with_task = [e for e in entries if name in e.results["tasks"]]
     if not with_task:
         return []
     rankings = []
     versions = sorted({_major(e.results["tasks"][name]["dataset"]["version"]) for e in with_task}, key=lambda v: (not v.isdigit(), -int(v) if v.isdigit() else 0, v))
+    kinds = []
     for version in versions:
-        members = [e for e in with_task if _major(e.results["tasks"][name]["dataset"]["version"]) == version]
+        at_version = [e for e in with_task if _major(e.results["tasks"][name]["dataset"]["version"]) == version]
+        sources = sorted({label_source(e.results["tasks"][name]) for e in at_version}, key=lambda source: (source != "rules", source))
+        kinds += [(version, source, [e for e in at_version if label_source(e.results["tasks"][name]) == source]) for source in sources]
+    for version, source, members in kinds:
         p = presentation(name, members[0].results["tasks"][name]["metric"]["name"])
         if p is None:
             continue
@@ -165,9 +182,15 @@ def rank_task(name: str, entries: list[Entry], seed: int = 0) -> list[TaskRankin
         elif len(paired) > 1:
             notes.append("Some ranked runs have no samples (or samples that cannot be paired): no groups of indistinguishable models.")
         listed = [s for s in standings if s.rank is None]
-        rankings.append(TaskRanking(name, version, p, ranked + listed, pairs, notes))
-    if len(rankings) > 1:
-        used = "; ".join(f"v{r.version}: " + ", ".join(s.entry.label for s in r.standings) for r in sorted(rankings, key=lambda r: r.version))
+        rankings.append(TaskRanking(name, version, p, ranked + listed, pairs, notes, labels=source))
+    if len({ranking.labels for ranking in rankings}) > 1:
+        used = "; ".join(f"{r.labels} (v{r.version}): " + ", ".join(s.entry.label for s in r.standings) for r in rankings)
+        for ranking in rankings:
+            ranking.labels_note = (f"{name}: the answers were labelled by different readers ({used}); "
+                                   "a score from one reader's labels is ranked only against scores from the same reader's, never across.")  # fmt: skip
+    if len({ranking.version for ranking in rankings}) > 1:
+        used = "; ".join(f"v{r.version}" + (f" ({r.labels})" if r.labels != "rules" else "") + ": " + ", ".join(s.entry.label for s in r.standings)
+                         for r in sorted(rankings, key=lambda r: r.version))  # fmt: skip
         for ranking in rankings:
             ranking.version_note = f"{name}: dataset versions differ ({used}); their scores come from different prompts and are ranked separately, never compared."
     return rankings

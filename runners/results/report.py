@@ -112,7 +112,7 @@ def single_report(results: dict, out: Path) -> str:
             continue
         lines += [table(_for_markdown(task["results"])), ""]
         if "judge" in task:
-            lines += [judge_line(task["judge"]), ""]
+            lines += [judge_line(task["judge"], task.get("label_source", "rules")), ""]
         for suffix, plot in figures:
             file = plots / f"{path_part(name, 'task name')}-{suffix}.png"
             plot(_for_plot(task["results"]), plain(f"{name}: {model['id']}"), file)
@@ -121,21 +121,30 @@ def single_report(results: dict, out: Path) -> str:
     return "\n".join(lines)
 
 
-def judge_line(judged) -> str:
-    """Which labels the scores use, and what the LLM judge read (a results file is untrusted: any
-    field of another shape is shown as unreadable, never a crash)."""
+def judge_line(judged, label_source="rules") -> str:
+    """Which labels the scores use, and what the other reader gave (a results file is untrusted:
+    any field of another shape is shown as unreadable, never a crash)."""
     number = lambda value: isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)  # noqa: E731
+    by_judge = label_source == "judge"
+    uses = "The scores above use the LLM judge's labels (rows it could not label left out)." if by_judge else "The scores above use the rules' labels."
     if not isinstance(judged, dict) or not isinstance(judged.get("agreement"), dict):
-        return "The scores above use the rules' labels. An LLM judge's record is here, in a shape this equita cannot read."
-    agreed, scores = judged["agreement"], judged.get("results")
+        return f"{uses} An LLM judge's record is here, in a shape this equita cannot read."
+    agreed = judged["agreement"]
     kappa = f"{agreed['kappa']:.3f}" if number(agreed.get("kappa")) else "undefined"
-    read = "no answer as a label"
-    if isinstance(scores, dict) and all(number(scores.get(key)) for key in ("bias_score", "ci_low", "ci_high")):
-        read = f"bias score {scores['bias_score']:+.3f} [{scores['ci_low']:+.3f}, {scores['ci_high']:+.3f}]"
+
+    def scored(scores) -> str:
+        if isinstance(scores, dict) and all(number(scores.get(key)) for key in ("bias_score", "ci_low", "ci_high")):
+            return f"bias score {scores['bias_score']:+.3f} [{scores['ci_low']:+.3f}, {scores['ci_high']:+.3f}]"
+        return "no answer as a label"
+
     counts = f"{agreed['n']} answers labelled, {agreed['unreadable']} unreadable" if number(agreed.get("n")) and number(agreed.get("unreadable")) else "counts unreadable"
     low = " **Low agreement: neither reading stands alone.**" if judged.get("warnings") == ["low_agreement"] else ""
-    return (f"The scores above use the rules' labels. An LLM judge ({md(str(judged.get('model')))}, prompt v{md(str(judged.get('prompt_version')))}) "
-            f"also read the answers: {read} ({counts}); Cohen's kappa with the rules {kappa}.{low}")  # fmt: skip
+    who = f"An LLM judge ({md(str(judged.get('model')))}, prompt v{md(str(judged.get('prompt_version')))})"
+    if by_judge:
+        read = f"{who} labelled the answers ({counts}); with the rules' labels the {scored(judged.get('rules_results'))}"
+    else:
+        read = f"{who} also read the answers: {scored(judged.get('results'))} ({counts})"
+    return f"{uses} {read}; Cohen's kappa with the rules {kappa}.{low}"
 
 
 def _number(value, p) -> str:
@@ -150,7 +159,8 @@ def ranking_lines(ranking: TaskRanking) -> list[str]:
     for s in ranking.standings:
         interval = f"[{_number(s.low, p)}, {_number(s.high, p)}]" if s.low is not None else "-"
         body.append([s.rank or "-", md(s.entry.label), _number(s.value, p), interval, s.letters or "-", md("; ".join(s.marks)) or "-"])
-    lines = [f"### {md(ranking.task)} (dataset v{md(ranking.version)})", "", f"Ranked by {order}. {md(p.notes)}", "",
+    labels = "" if ranking.labels == "rules" else f", labels by LLM {md(ranking.labels)}"
+    lines = [f"### {md(ranking.task)} (dataset v{md(ranking.version)}{labels})", "", f"Ranked by {order}. {md(p.notes)}", "",
              tabulate(body, headers=["rank", "model", p.label, "95% CI", "group", "marks"], tablefmt="github", disable_numparse=True), ""]  # fmt: skip
     tested = [pair for pair in ranking.pairs if "error" not in pair]
     if tested:
@@ -178,6 +188,9 @@ def comparison_report(entries: list[Entry], out: Path) -> str:
     version_notes = list(dict.fromkeys(ranking.version_note for ranking in rankings if ranking.version_note))
     if version_notes:
         lines += ["**Not comparable across dataset versions.** " + md(" ".join(version_notes)), ""]
+    labels_notes = list(dict.fromkeys(ranking.labels_note for ranking in rankings if ranking.labels_note))
+    if labels_notes:
+        lines += ["**Not comparable across label sources.** " + md(" ".join(labels_notes)), ""]
     if not any(entry.samples for entry in entries):
         lines += ["No folder holds samples.jsonl: the rankings have no paired tests.", ""]
     lines += ["## Rankings", ""]

@@ -26,9 +26,8 @@ from pathlib import Path
 
 from .. import data
 from ..cache import misfit, request_key
-from ..run import LOCK_FILE, RunError, check_out, equita_provenance, locked, score, strict, write_atomic
-from ..judge import JudgeOptions, judge_task
-from ..requests import Generate
+from ..judge import JudgeOptions
+from ..run import LOCK_FILE, RunError, check_out, equita_provenance, judgeable, judged, locked, score, strict, write_atomic
 from ..tasks import EVAL_TASKS
 from . import report
 from .contract import ResultsError, headline, load_results, read_samples
@@ -56,16 +55,21 @@ def _outside(out: Path, results_dir: Path) -> None:
 
 
 def _interval(task: dict) -> tuple:
+    if task["results"] is None:
+        return None, None, None
     key, value = headline(task)
     return value, task["results"].get("ci_low"), task["results"].get("ci_high")
 
 
 def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source_dir: Path | None = None, metric_options: dict | None = None,
-            judge: JudgeOptions | None = None, log=print) -> tuple[dict, dict[str, TaskChange]]:  # fmt: skip
+            judge: JudgeOptions | None = None, label_source: str = "rules", log=print) -> tuple[dict, dict[str, TaskChange]]:  # fmt: skip
     """Rescore `results_dir` into `out` (with `judge`, also label the generated ItaP-AT answers by
-    an LLM judge); the new results and, per task, what changed."""
+    an LLM judge, whose labels the headlines use with label_source "judge"); the new results and,
+    per task, what changed."""
     results_dir, out = Path(results_dir), Path(out)
     _outside(out, results_dir)
+    if label_source not in ("rules", "judge") or (label_source == "judge" and judge is None):
+        raise RescoreError(f"--labels {label_source}: 'rules', or 'judge' with --judge-server and --judge-model")
     try:
         results = load_results(results_dir)
         samples_path = results_dir / "samples.jsonl"
@@ -97,7 +101,11 @@ def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source
     created = check_out(out)
     with locked(out):
         try:
-            return _rescore(results, by_task, answers, out, metric_options, judge, log)
+            earlier_replies = results_dir / "judge_requests.jsonl"
+            if judge is not None and earlier_replies.is_file() and not (out / earlier_replies.name).exists():
+                # The judge's replies of the run are reused (copied: RESULTS_DIR is never written).
+                shutil.copyfile(earlier_replies, out / earlier_replies.name)
+            return _rescore(results, by_task, answers, out, metric_options, judge, label_source, log)
         except BaseException:
             with contextlib.suppress(OSError):  # a rescoring that saved nothing leaves no folder behind
                 if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
@@ -105,7 +113,7 @@ def rescore(results_dir: Path, out: Path, *, datasets: str | None = None, source
             raise
 
 
-def _rescore(results, by_task, answers, out, metric_options, judge, log):
+def _rescore(results, by_task, answers, out, metric_options, judge, label_source, log):
     tasks, new_samples, changes = {}, [], {}
     for name, task in results["tasks"].items():
         if task["results"] is None:
@@ -119,18 +127,28 @@ def _rescore(results, by_task, answers, out, metric_options, judge, log):
         scored = score(eval_task, rows, requests, prompts, keys, responses, options, log)
         if scored.results is None:
             raise RescoreError(f"{name}: {scored.not_computed}; give its model's options (as for `equita run`) to rescore it")
+        before = {key: value for key, value in task.items() if key not in ("judge", "label_source")}
+        if "judge" in task and judge is None:
+            log(f"{name}: its LLM judge's labels are not carried over (they were compared with the old rules' labels); "
+                "give --judge-server and --judge-model to judge again, from its cached replies")  # fmt: skip
+        judge_block = None
+        if judge is not None and judgeable(eval_task, requests):
+            scored, judge_block = judged(eval_task, rows, requests, prompts, keys, responses, options, scored, judge, label_source,
+                                         out / "judge_requests.jsonl", log)  # fmt: skip
         tasks[name] = {
-            **task,
+            **before,
             "metric": {"name": eval_task.metric, "module_sha256": scored.module_sha256, "options": options},
             "results": scored.results,
-            "not_computed": None,
+            "not_computed": scored.not_computed,
             "timings": {**task["timings"], "metric_s": round(scored.metric_s, 3)},
-            "rescored": {"module_sha256_before": task["metric"]["module_sha256"], "classifier_version_before": task["results"].get("classifier_version")},
+            "rescored": {"module_sha256_before": task["metric"]["module_sha256"], "classifier_version_before": task["results"].get("classifier_version"),
+                         "label_source_before": task.get("label_source", "rules")},  # fmt: skip
         }
-        if judge is not None and eval_task.metric == "itap_at_bias" and isinstance(requests[0], Generate):
-            tasks[name]["judge"] = judge_task(name, eval_task, rows, requests, responses, scored.samples, judge, out / "judge_requests.jsonl", log)
+        if judge_block is not None:
+            tasks[name]["label_source"], tasks[name]["judge"] = label_source, judge_block
         new_samples += scored.samples
         old_labels = [s.get("label") for s in by_task[name]]
+        # The moves of the labels the headline uses (the judge's, with --labels judge).
         change = TaskChange(headline=headline(task)[0], before=_interval(task), after=_interval(tasks[name]))
         change.labels.update((old, new.get("label")) for old, new in zip(old_labels, scored.samples) if old is not None or new.get("label") is not None)
         changes[name] = change

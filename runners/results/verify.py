@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import data
+from .. import judge as judging
 from ..cache import misfit, request_key
 from ..requests import CannotRender, Loglikelihood, messages, render_recorded
 from . import contract as results_contract
@@ -192,6 +193,15 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset, ren
     if unfit:
         return _entry(mismatches + _capped(unfit), unverifiable, [])
     inputs = eval_task.metric_inputs(rows, responses)
+    source = task.get("label_source", "rules")
+    judge_labels = None
+    if "judge" in task or source != "rules":
+        judge_labels, problems = _judge_labels(source, samples, requests, inputs)
+        if judge_labels is None:
+            return _entry(mismatches + problems, unverifiable, [])
+        mismatches += problems
+        if source == "judge":
+            inputs = {**inputs, "labels": judging.given_labels([{"label": label} for label in judge_labels])}
     input_problems, start = [], 0
     for sample, row in zip(samples, rows):
         count = eval_task.entries(row)
@@ -231,7 +241,49 @@ def _verify_task(name: str, task: dict, samples: list[dict], limit, dataset, ren
     for sample, fields in zip(samples, per_row):
         row_problems += [f"sample {sample['id']}: {line}" for line in _differences("", {k: sample.get(k, ABSENT) for k in fields}, fields)]
     mismatches += _capped(row_problems)
+    if judge_labels is not None:
+        mismatches += _judge_problems(task, source, judge_labels, scored, inputs, options, metric, eval_task, samples)
     return _entry(mismatches, unverifiable, notes)
+
+
+def _judge_labels(source: str, samples: list[dict], requests, inputs: dict) -> tuple[list[str] | None, list[str]]:
+    """Each sample's judge label, read again from the judge's recorded reply (the judge is not
+    asked: its replies are taken as given, as the model's answers are); the problems found."""
+    if source not in ("rules", "judge"):
+        return None, [f"label_source {_show(source)} recorded: 'rules' or 'judge'"]
+    labels, problems = [], []
+    for sample, request, stereotype, anti in zip(samples, requests, inputs["stereotypes"], inputs["anti_stereotypes"]):
+        reply, recorded = sample.get("judge_reply"), sample.get("judge_label")
+        if not isinstance(reply, str):
+            return None, [f"sample {_show(sample['id'])}: the task was judged but the sample has no judge_reply"]
+        _, order = judging.judge_request(request.user, "", stereotype, anti)
+        label = judging.read_verdict(reply, order, stereotype)
+        if recorded != label:
+            problems.append(f"sample {_show(sample['id'])}: judge_label {_show(recorded)} recorded, its judge_reply reads {_show(label)}")
+        labels.append(label)
+    return labels, _capped(problems)
+
+
+def _judge_problems(task, source, judge_labels, scored, inputs, options, metric, eval_task, samples) -> list[str]:
+    """The judge's record recomputed: the scores under the other label source, and the agreement."""
+    judged = task.get("judge")
+    if not isinstance(judged, dict):
+        return ["label_source is 'judge' but the task has no judge record"]
+    plain_inputs = {key: value for key, value in inputs.items() if key != "labels"}
+    given = judging.given_labels([{"label": label} for label in judge_labels])
+    try:
+        rules = scored if source == "rules" else metric.compute(**plain_inputs, **options)
+        by_judge = scored if source == "judge" else (metric.compute(**inputs, labels=given, **options) if any(given) else None)
+    except (ValueError, TypeError, KeyError) as error:
+        return [f"{eval_task.metric} refused the judge's labels: {error}"]
+    summary = lambda results: None if results is None else {key: results[key] for key in judging.SUMMARY}  # noqa: E731
+    recomputed = {"results": summary(by_judge), "rules_results": summary(rules), "agreement": judging.agreement(rules["labels"], judge_labels)}
+    problems = _differences("judge", {key: judged.get(key, ABSENT) for key in recomputed}, _plain(recomputed))
+    if source == "judge":
+        fields = [{"rules_label": label, "rules_reason": reason} for label, reason in zip(rules["labels"], rules["reasons"])]
+        for sample, expected in zip(samples, fields):
+            problems += [f"sample {sample['id']}: {line}" for line in _differences("", {k: sample.get(k, ABSENT) for k in expected}, expected)]
+    return _capped(problems)
 
 
 def _prompt_problems(sample: dict, row: dict, request, key: str, group_by: str, rendering: dict) -> tuple[list[str], str | None]:

@@ -78,12 +78,14 @@ def logsumexp(values: list[float]) -> float:
 
 def row_units(numerator: str, denominator: str | None = None, unit: Callable[[dict], str] | None = None) -> Units:
     """Units from per-row sample fields: each row its own unit (or `unit(sample)`), its numerator a
-    field of the sample, its denominator another field or 1."""
+    field of the sample, its denominator another field or 1. A row whose numerator is null was
+    left out of the score (no label) and is left out here too."""
 
     def units(samples: list[dict]) -> dict[str, tuple[str, float, float]]:
         return {
             s["id"]: (unit(s) if unit else s["id"], float(s[numerator]), float(s[denominator]) if denominator else 1.0)
             for s in samples
+            if s[numerator] is not None
         }
 
     return units

@@ -89,7 +89,8 @@ def _itap_logprob_inputs(rows: list[dict], responses: list[dict]) -> dict:
 
 def _itap_per_row(result: dict, rows: list[dict], responses: list[dict]) -> list[dict]:
     return [
-        {"label": label, "score": ITAP_AT_SIGN[label], "reason": reason}
+        # A row without a label (an LLM judge's reply that was not one) has no score: it is left out.
+        {"label": label, "score": ITAP_AT_SIGN.get(label), "reason": reason}
         for label, reason in zip(result["labels"], result["reasons"])
     ]
 
