@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -57,6 +58,23 @@ def judge_options(panel: str):
 
 
 JudgeServerOption, JudgeModelOption, JudgeKeyOption, LabelsOption = judge_options("LLM judge")
+
+
+def metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer) -> dict:
+    """The GFG metrics' own models, as compute() options per metric (only those given)."""
+    options: dict = {}
+    for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
+                               ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
+        if value is not None:
+            options.setdefault(metric, {})[key] = value
+    return options
+
+
+# The GFG metrics' models, for the commands that score without running a model (rescore, export, import).
+BertscoreModelOption = Annotated[Optional[str], typer.Option("--bertscore-model", metavar="NAME", help="gfg detection: the BERTScore encoder, as for `equita run`. Default: bert-base-multilingual-cased.")]
+BertscoreLayersOption = Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, help="gfg detection: the encoder layer, as for `equita run`. Default: 9.")]
+NeutralityModelOption = Annotated[Optional[str], typer.Option("--neutrality-model", metavar="NAME", help="gfg GeNTE tasks: the classifier, as for `equita run`. Default: FBK-MT/GeNTE-evaluator.")]
+NeutralityTokenizerOption = Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", help="gfg GeNTE tasks: the classifier's tokenizer, as for `equita run`. Default: UmBERTo.")]
 
 
 def judge_settings(server: str | None, model: str | None, key_env: str | None, labels: str):
@@ -229,11 +247,7 @@ def run(
         except PublishError as error:
             console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
             raise typer.Exit(2) from None
-    metric_options: dict = {}
-    for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
-                               ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
-        if value is not None:
-            metric_options.setdefault(metric, {})[key] = value
+    metric_options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
     options = RunOptions(
         model=model, out=out, tasks=tasks, datasets=datasets, source_dir=source_dir, limit=limit, batch_size=batch_size,
         revision=revision, device=device, dtype=dtype, trust_remote_code=trust_remote_code, metric_options=metric_options,
@@ -433,10 +447,10 @@ def rescore(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The new results folder (results.json, samples.jsonl, report.md); empty or new, outside RESULTS_DIR.")],
     datasets: DatasetsOption = None,
     source_dir: SourceDirOption = None,
-    bertscore_model: Annotated[Optional[str], typer.Option("--bertscore-model", metavar="NAME", help="gfg detection: the BERTScore encoder, as for `equita run`. Default: bert-base-multilingual-cased.")] = None,
-    bertscore_layers: Annotated[Optional[int], typer.Option("--bertscore-layers", metavar="N", min=1, help="gfg detection: the encoder layer, as for `equita run`. Default: 9.")] = None,
-    neutrality_model: Annotated[Optional[str], typer.Option("--neutrality-model", metavar="NAME", help="gfg GeNTE tasks: the classifier, as for `equita run`. Default: FBK-MT/GeNTE-evaluator.")] = None,
-    neutrality_tokenizer: Annotated[Optional[str], typer.Option("--neutrality-tokenizer", metavar="NAME", help="gfg GeNTE tasks: the classifier's tokenizer, as for `equita run`. Default: UmBERTo.")] = None,
+    bertscore_model: BertscoreModelOption = None,
+    bertscore_layers: BertscoreLayersOption = None,
+    neutrality_model: NeutralityModelOption = None,
+    neutrality_tokenizer: NeutralityTokenizerOption = None,
     judge_server: JudgeServerOption = None,
     judge_model: JudgeModelOption = None,
     judge_api_key_env: JudgeKeyOption = None,
@@ -448,11 +462,7 @@ def rescore(
 
     judge = judge_settings(judge_server, judge_model, judge_api_key_env, labels)
 
-    metric_options: dict = {}
-    for metric, key, value in [("gfg_detection", "model_type", bertscore_model), ("gfg_detection", "num_layers", bertscore_layers),
-                               ("gente_neutrality", "model", neutrality_model), ("gente_neutrality", "tokenizer", neutrality_tokenizer)]:  # fmt: skip
-        if value is not None:
-            metric_options.setdefault(metric, {})[key] = value
+    metric_options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
     try:
         rescored, changes = rescore_folder(results_dir, out, datasets=datasets, source_dir=source_dir, metric_options=metric_options, judge=judge,
                                           label_source=labels, log=_log)  # fmt: skip
@@ -483,6 +493,93 @@ def rescore(
         if judged is not None:
             _log(f"{name}: {judge_summary(task, change.headline)}")
     _log(f"wrote {out}/results.json, samples.jsonl, report.md")
+
+
+export_app = typer.Typer(no_args_is_help=True, help="Write equita's tasks for another harness.")
+import_app = typer.Typer(no_args_is_help=True, help="Read another harness's run of equita's tasks as an equita results folder.")
+app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
+
+
+@export_app.command("lm-eval")
+def export_lm_eval(
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The lm-eval task folder to write (YAMLs, utils.py), for `lm_eval --include_path DIR`.")],
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks or groups (bias, gfg, all), as for `equita run`.")] = "all",
+    datasets: DatasetsOption = None,
+    datasets_org: Annotated[Optional[str], typer.Option("--datasets-org", metavar="ORG", help="Read the datasets from this Hub organisation's repositories, at their version tags (the same as --datasets ORG).")] = None,
+    source_dir: SourceDirOption = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", metavar="N", min=1, help="Also write samples-limit-N.json: the rows `equita run --limit N` takes, for lm-eval's --samples.")] = None,
+    bertscore_model: BertscoreModelOption = None,
+    bertscore_layers: BertscoreLayersOption = None,
+    neutrality_model: NeutralityModelOption = None,
+    neutrality_tokenizer: NeutralityTokenizerOption = None,
+) -> None:
+    """Write equita's tasks as lm-evaluation-harness 0.4 tasks: `lm_eval --include_path DIR --tasks equita_bias`."""
+    from .lmeval.export import ExportError, export, group_name, lm_eval_name
+    from .tasks import select_tasks
+
+    if datasets is not None and datasets_org is not None:
+        console.print("[red]error:[/red] --datasets and --datasets-org: give one")
+        raise typer.Exit(2)
+    if datasets_org is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", datasets_org):
+        console.print(f"[red]error:[/red] --datasets-org {escape(datasets_org)!s:.60}: not a Hub organisation name")
+        raise typer.Exit(2)
+    try:
+        names = [task.name for task in select_tasks(tasks)]
+        options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
+        written = export(out, names, datasets=datasets_org or datasets, source_dir=source_dir, metric_options=options, limit=limit, log=_log)
+    except KeyError as error:
+        console.print(f"[red]error:[/red] {escape(error.args[0])}")
+        raise typer.Exit(2) from None
+    except (ExportError, DatasetError, ValueError) as error:
+        console.print(f"[red]export failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as error:
+        console.print(f"[red]export failed:[/red] {escape(str(error.filename or out))}: {escape(error.strerror or str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    _log(f"wrote {len(written)} files in {out}: " + ", ".join(path.name for path in written))
+    groups = [path.stem for path in written if path.stem.startswith("equita_") and path.stem in (group_name("bias"), group_name("gfg"))]
+    samples = f" --samples {out}/samples-limit-{limit}.json" if limit else ""
+    _log(f"run: lm_eval --model hf --model_args pretrained=MODEL --include_path {out} --tasks {','.join(groups) or lm_eval_name(names[0])} "
+         f"--apply_chat_template --log_samples --output_path OUT{samples}")  # fmt: skip
+    _log(f"then: equita import lm-eval OUT --out RESULTS_DIR")
+
+
+@import_app.command("lm-eval")
+def import_lm_eval(
+    output_path: Annotated[Path, typer.Argument(help="lm_eval's --output_path (or its results_<date>.json), from a run with --log_samples.")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The results folder to write (results.json, samples.jsonl, report.md); empty or new.")],
+    datasets: DatasetsOption = None,
+    source_dir: SourceDirOption = None,
+    bertscore_model: BertscoreModelOption = None,
+    bertscore_layers: BertscoreLayersOption = None,
+    neutrality_model: NeutralityModelOption = None,
+    neutrality_tokenizer: NeutralityTokenizerOption = None,
+) -> None:
+    """Score an lm-eval run of the exported tasks with equita's metrics, as an equita results folder."""
+    from .lmeval.importing import LmEvalImportError
+    from .lmeval.importing import import_lm_eval as read_lm_eval
+    from .results.contract import headline
+
+    if str(out) in ("", "."):
+        console.print("[red]error:[/red] --out must name a results folder, not the current folder")
+        raise typer.Exit(2)
+    try:
+        options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
+        results = read_lm_eval(output_path, out, datasets=datasets, source_dir=source_dir, metric_options=options, log=_log)
+    except (LmEvalImportError, DatasetError, ModelError, ValueError) as error:
+        console.print(f"[red]import failed:[/red] {escape(str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as error:
+        console.print(f"[red]import failed:[/red] {escape(str(error.filename or out))}: {escape(error.strerror or str(error))}", highlight=False)
+        raise typer.Exit(1) from None
+    for name, task in results["tasks"].items():
+        if task["results"] is None:
+            _log(f"{name}: not computed: {task['not_computed']}")
+        else:
+            key, value = headline(task)
+            _log(f"{name}: {key} {value:.3f} over {task['n']} rows")
+    _log(f"wrote {out}/results.json, samples.jsonl, report.md (lm-eval {results['imported_from']['version']})")
 
 
 @app.command()
