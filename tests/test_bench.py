@@ -210,10 +210,15 @@ def test_bad_limit_is_refused():
 
 
 def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, monkeypatch):
-    """Two small workloads (one task; the whole `equita run --tasks bias`), all their tools, on the
-    real SmolLM2 and lm-eval. Two repetitions: the first runs every tool for real; the second
-    replays each tool's first run, slower, so that the alternation and the medians are checked
-    without paying for the same runs twice."""
+    """The suite workload (the whole `equita run --tasks bias`, one row of each) with its tools, on
+    the real SmolLM2 and lm-eval; then the naive tool on the suite's ItaP-AT prompts, in this
+    process. Two repetitions: the first runs every tool for real; the second replays each tool's
+    first run, slower, so that the alternation and the medians are checked without paying for the
+    same runs twice. (A single-task workload differs only in preparing one folder, checked by the
+    unit tests above; lm-eval on every task against `equita run` is tests/test_lm_eval.py.)"""
+    from equita.runners.backends.sources import convert_gguf, embedded_gguf
+    from equita.runners.bench import worker
+
     datasets = tmp_path / "datasets"
     datasets.mkdir()
     (datasets / "itap_at").symlink_to(itap_dir)
@@ -232,19 +237,16 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, mon
 
     monkeypatch.setattr(bench, "run_worker", run_worker)
     done = CliRunner().invoke(app, [
-        "bench", "--workloads", "itap-at,suite", "--limit", "itap-at=3", "--limit", "suite=1", "--repeats", "2", "--batch-size", "4",
-        "--datasets", str(datasets), "--out", str(out),
+        "bench", "--workloads", "suite", "--limit", "suite=1", "--repeats", "2", "--batch-size", "4", "--datasets", str(datasets), "--out", str(out),
     ])  # fmt: skip
     assert done.exit_code == 0, done.output[-3000:]
     # Tools alternate who goes first from one repetition to the next.
-    assert order == [("itap-at", 0, "equita"), ("itap-at", 0, "lm-eval"), ("itap-at", 0, "naive"),
-                     ("itap-at", 1, "lm-eval"), ("itap-at", 1, "naive"), ("itap-at", 1, "equita"),
-                     ("suite", 0, "equita"), ("suite", 0, "lm-eval"), ("suite", 1, "lm-eval"), ("suite", 1, "equita")]  # fmt: skip
+    assert order == [("suite", 0, "equita"), ("suite", 0, "lm-eval"), ("suite", 1, "lm-eval"), ("suite", 1, "equita")]
     report = json.loads((out / "bench.json").read_text())
     assert report["schema"] == "equita.bench/1" and report["settings"]["batch_size"] == 4
-    itap, suite = report["workloads"]["itap-at"], report["workloads"]["suite"]
+    suite = report["workloads"]["suite"]
     jobs = suite["parts"]["jobs"]
-    assert (itap["requests"], itap["kind"], suite["kind"], jobs["requests"], jobs["kind"]) == (3, "generate", "suite", 9, "loglikelihood")
+    assert (suite["kind"], jobs["requests"], jobs["kind"]) == ("suite", 9, "loglikelihood")
     # The suite is `equita run --tasks bias --limit 1`: one row of each ItaP-AT task, one profession's 6 sentences
     # and the 3 neutral sentences every limit keeps.
     assert {name: part["requests"] for name, part in suite["parts"].items()} == {"itap-at": 1, "itap-at-oneshot": 1, "itap-at-logprob": 1, "jobs": 9}
@@ -252,25 +254,26 @@ def test_bench_end_to_end_on_the_embedded_model(tmp_path, smollm2, itap_dir, mon
     # Jobs: 9 sentences x 4 words, each word scored with its sentence: the work lm-eval does.
     assert jobs["scored_tokens"] > 4 * jobs["prompt_tokens"]
     # Same work, checked before any ratio, task by task: the same prompt texts, greedy answers, log-probabilities.
-    assert itap["agreement"]["lm-eval"]["same_work"] and itap["agreement"]["naive"]["same_work"]
     assert suite["agreement"]["lm-eval"]["same_work"] and set(suite["agreement_by_task"]) == set(suite["parts"])
     assert suite["agreement_by_task"]["jobs"]["lm-eval"]["max_logprob_diff"] <= bench.LOGPROB_TOLERANCE
     assert suite["agreement"]["lm-eval"]["identical"] == 2  # the two generation tasks' answers
-    # What each tool used: equita its fixed 4 (and its slot utilisation), the run's own timings for the suite.
-    assert itap["batching"]["equita"]["batch_size"] == 4 and 0 < itap["batching"]["equita"]["slot_utilisation"] <= 1
+    # What each tool used: the run's own timings for the suite.
     assert suite["batching"]["equita"]["jobs"]["batch_size"] == 4 and suite["batching"]["lm-eval"]["batch_size"] == 4
-    for name, workload, tools in [("itap-at", itap, {"equita", "lm-eval", "naive"}), ("suite", suite, {"equita", "lm-eval"})]:
-        assert set(workload["tools"]) == tools
-        for tool, summary in workload["tools"].items():
-            assert summary["runs"] == 2 and summary["median_run_s"] > 0 and summary["peak_rss_mib"] > 100
-            # The median of a run and its replay at three times the time: twice the first.
-            assert summary["median_run_s"] == pytest.approx(2 * first[name, tool]["run_s"])
-        assert all(ratio["speedup"] is not None for ratio in workload["ratios"].values())
+    assert 0 < suite["batching"]["equita"]["itap-at"]["slot_utilisation"] <= 1
+    assert set(suite["tools"]) == {"equita", "lm-eval"}
+    for tool, summary in suite["tools"].items():
+        assert summary["runs"] == 2 and summary["median_run_s"] > 0 and summary["peak_rss_mib"] > 100
+        # The median of a run and its replay at three times the time: twice the first.
+        assert summary["median_run_s"] == pytest.approx(2 * first["suite", tool]["run_s"])
+    assert all(ratio["speedup"] is not None for ratio in suite["ratios"].values())
     # The lm-eval task the benchmark wrote reads the very prompts equita renders.
-    prompts = [json.loads(line)["prompt"] for line in (out / "work" / "itap-at" / "prompts.jsonl").read_text().splitlines()]
+    part = out / "work" / "suite" / "itap-at"
+    prompts = [json.loads(line)["prompt"] for line in (part / "prompts.jsonl").read_text().splitlines()]
     assert prompts[0].startswith("<|im_start|>system\n") and prompts[0].endswith("<|im_start|>assistant\n")
-    assert (out / "work" / "itap-at" / "lm_eval" / "equita_bench_itap_at.yaml").is_file()
+    assert (part / "lm_eval" / "equita_bench_itap_at.yaml").is_file()
     markdown = (out / "bench.md").read_text()
-    assert "## itap-at (itap-at, generate, subset of 3 (--limit 3) requests)" in markdown
     assert "## suite (bias, suite, subset of 12 (--limit 1) requests)" in markdown and "- equita batches: itap-at: batch 4" in markdown
     assert markdown.strip() in done.output
+    # The naive tool (P-AT's one-prompt-at-a-time loop) on the same prompt gives lm-eval's greedy answer.
+    naive = worker.run_naive({"model": str(convert_gguf(embedded_gguf("smollm2"))), "dtype": "float32", "device": "cpu", "workload": str(part)})
+    assert naive["prompts"] == prompts and naive["answers"] == first["suite", "lm-eval"]["answers"]["itap-at"]
