@@ -40,6 +40,13 @@ def lm_eval_name(task: str) -> str:
     return "equita_" + task.replace("-", "_")
 
 
+def metric_names(task_name: str) -> list[str]:
+    """What lm-eval reports for a task: its headline, the interval around it, the details a reader compares."""
+    p = EVAL_TASKS[task_name].presentation
+    names = [p.headline] + (["ci_low", "ci_high"] if p.interval else [])
+    return names + [key for key, _ in p.details if key not in names]
+
+
 def group_name(benchmark: str) -> str:
     return f"equita_{benchmark}"
 

@@ -25,13 +25,7 @@ from lm_eval.api.task import ConfigurableTask
 
 from ..requests import PLAIN_TEMPLATE, PLAIN_TEMPLATE_NO_SYSTEM, Generate, messages
 from ..tasks import EVAL_TASKS
-
-
-def metric_names(task_name: str) -> list[str]:
-    """What lm-eval reports for a task: its headline, the interval around it, the details a reader compares."""
-    p = EVAL_TASKS[task_name].presentation
-    names = [p.headline] + (["ci_low", "ci_high"] if p.interval else [])
-    return names + [key for key, _ in p.details if key not in names]
+from .export import metric_names
 
 
 def render(request, chat_template) -> str:

@@ -36,7 +36,7 @@ from ..results.contract import RESULTS_SCHEMA
 from ..results.verify import _same_data
 from ..run import LOCK_FILE, RunError, check_out, equita_provenance, limited, locked, score, strict, write_atomic
 from ..tasks import EVAL_TASKS
-from .harness import metric_names
+from .export import metric_names
 
 MAX_RESULTS_BYTES = 64 * 2**20
 MAX_SAMPLE_LINE = 8 * 2**20
