@@ -20,7 +20,7 @@ from equita.runners.run import RunOptions, limited, run
 from equita.runners.tasks import EVAL_TASKS, TASK_GROUPS
 from test_probes import invoke, tree
 
-LIMIT = 3
+LIMIT = 2
 BIAS = list(TASK_GROUPS["bias"])
 # lm-eval scores a context and its continuation as one sequence, equita tokenises them apart and
 # batches other rows beside them: float32 sums of 1e-5 to 2e-4 apart (measured: Jobs 2.8e-5,
@@ -125,7 +125,7 @@ def test_export_refuses_bad_arguments_in_one_line(tmp_path, monkeypatch, argumen
 def test_lm_eval_reads_equitas_prompts_and_gives_its_answers(task, lm_eval_output, equita_run):
     ours = {s["id"]: s for s in _read(equita_run / "samples.jsonl") if s["task"] == task}
     theirs = _lm_eval_samples(lm_eval_output, task)
-    assert sorted(s["doc"]["id"] for s in theirs) == sorted(ours) and len(ours) == (LIMIT if task != "jobs" else 21)
+    assert sorted(s["doc"]["id"] for s in theirs) == sorted(ours) and len(ours) == (LIMIT if task != "jobs" else 6 * LIMIT + 3)
     for sample in theirs:
         mine = ours[sample["doc"]["id"]]
         assert sample["arguments"]["gen_args_0"]["arg_0"] == mine["prompt"]  # byte-identical
@@ -169,13 +169,17 @@ def test_an_imported_run_verifies_and_scores_as_equita_run_does(imported, equita
         assert results["tasks"][task]["prompts_sha256"] == ours["tasks"][task]["prompts_sha256"]
     for task in ("itap-at-logprob", "jobs"):
         assert results["tasks"][task]["results"]["bias_score"] == pytest.approx(ours["tasks"][task]["results"]["bias_score"], abs=1e-3)
+    from equita.runners.hub.publish import _without_local_paths
+    from equita.runners.results.contract import validate_results
+
+    assert validate_results(results) == [] and _without_local_paths(results) == results  # what `equita submit` checks and cleans
     checked = verify_folder(imported, datasets=str(datasets), log=lambda message: None)["tasks"]
     assert {name: entry["status"] for name, entry in checked.items()} == dict.fromkeys(BIAS, "verified"), checked
 
 
 def test_an_imported_run_is_read_by_rescore_report_and_the_leaderboard(imported, equita_run, datasets, tmp_path, monkeypatch):
     code, output = invoke(["rescore", str(imported), "--out", "rescored", "--datasets", str(datasets)], tmp_path, monkeypatch)
-    assert code == 0 and "itap-at: labels changed: none of 3" in output, output
+    assert code == 0 and f"itap-at: labels changed: none of {LIMIT}" in output, output
     code, output = invoke(["report", str(imported), str(equita_run), "--out", "comparison"], tmp_path, monkeypatch)
     assert code == 0, output
     assert "@unpinned" in (tmp_path / "comparison" / "comparison.md").read_text()
@@ -222,8 +226,8 @@ def _no_samples(folder: Path):
 
 
 def _first_rows(lines):
-    # lm-eval's own --limit: the first documents, not equita's spread; n-samples edited to match.
-    return lines[:2]
+    # The first document only (n-samples edited to match): the rows of --limit 1, the others' are --limit 2.
+    return lines[:1]
 
 
 def _prompt_with_a_hint(lines):
@@ -244,10 +248,13 @@ REFUSED = [
     # (case, edit of lm-eval's output, message)
     ("another dataset version", _edit_results(_older_version), "exported for jobs/sentences version 2.0.0; this equita scores jobs/sentences version 3.0.0"),
     ("no --log_samples", _no_samples, "run lm_eval with --log_samples"),
-    ("lm-eval's own --limit", lambda folder: (_edit_samples("itap-at", _first_rows)(folder),
-                                              _edit_results(lambda r: r["n-samples"]["equita_itap_at"].update(effective=2))(folder)),
+    ("a profession's sentence left out", lambda folder: (_edit_samples("jobs", lambda lines: lines[1:])(folder),
+                                                         _edit_results(lambda r: r["n-samples"]["equita_jobs"].update(effective=6 * LIMIT + 2))(folder)),
      "which are not the rows `equita run --limit` takes"),
-    ("a sample missing", _edit_samples("itap-at-oneshot", lambda lines: lines[1:]), "lm-eval scored 3 documents"),
+    ("one task on other rows", lambda folder: (_edit_samples("itap-at", _first_rows)(folder),
+                                               _edit_results(lambda r: r["n-samples"]["equita_itap_at"].update(effective=1))(folder)),
+     "the tasks ran on different row selections (equita_itap_at: --limit 1, equita_itap_at_logprob: --limit 2"),
+    ("a sample missing", _edit_samples("itap-at-oneshot", lambda lines: lines[1:]), "lm-eval scored 2 documents"),
     ("a prompt with a hint", _edit_samples("itap-at", _prompt_with_a_hint), "its prompt is not the one equita renders with lm-eval's recorded chat template"),
     ("a document edited", _edit_samples("jobs", lambda lines: [{**lines[0], "doc": {**lines[0]["doc"], "context": "x"}}, *lines[1:]]), "its doc differs from row"),
     ("an answer that is not text", _edit_samples("itap-at", lambda lines: [{**lines[0], "filtered_resps": [3]}, *lines[1:]]), "filtered_resps is not one generated text"),
