@@ -60,6 +60,17 @@ def judge_options(panel: str):
 JudgeServerOption, JudgeModelOption, JudgeKeyOption, LabelsOption = judge_options("LLM judge")
 
 
+def check_bertscore_layers(bertscore_model: str | None, bertscore_layers: int | None) -> None:
+    """--bertscore-model without --bertscore-layers, for an encoder bert_score knows no layer of: exit 2."""
+    if bertscore_model is not None and bertscore_layers is None:
+        from bert_score.utils import model2layers
+
+        if bertscore_model not in model2layers:
+            # Refused now, not after every answer is generated: bert_score knows no best layer for it.
+            console.print("[red]error:[/red] --bertscore-model needs --bertscore-layers N (the layer of that encoder to use; bert_score knows none for it)")
+            raise typer.Exit(2)
+
+
 def metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer) -> dict:
     """The GFG metrics' own models, as compute() options per metric (only those given)."""
     options: dict = {}
@@ -101,6 +112,11 @@ def batch_size_value(value: str) -> int | str:
     if text.isdigit() and int(text) >= 1:
         return int(text)
     raise typer.BadParameter(f"{value!r}: use auto or a whole number of at least 1")
+
+
+def bench_batch_size_value(value: str) -> int | str:
+    """bench's --batch-size: "sweep", "auto" or a whole number of at least 1."""
+    return "sweep" if str(value).strip().lower() == "sweep" else batch_size_value(value)
 
 
 @app.callback()
@@ -230,13 +246,7 @@ def run(
         # An unset variable ("--out $OUT") would scatter results.json, samples.jsonl and plots/ here.
         console.print("[red]error:[/red] --out must name a results folder, not the current folder")
         raise typer.Exit(2)
-    if bertscore_model is not None and bertscore_layers is None:
-        from bert_score.utils import model2layers
-
-        if bertscore_model not in model2layers:
-            # Refused now, not after every answer is generated: bert_score knows no best layer for it.
-            console.print("[red]error:[/red] --bertscore-model needs --bertscore-layers N (the layer of that encoder to use; bert_score knows none for it)")
-            raise typer.Exit(2)
+    check_bertscore_layers(bertscore_model, bertscore_layers)
     if push:
         from .hub.publish import check_repo_id
 
@@ -384,8 +394,9 @@ def bench(
     workloads: Annotated[str, typer.Option("--workloads", help="Comma-separated: itap-at, jobs, gfg, suite (`equita run --tasks bias` end to end).")] = "itap-at,jobs,gfg",
     tools: Annotated[str, typer.Option("--tools", help="Comma-separated: equita, lm-eval, naive (equita is always the reference).")] = "equita,lm-eval,naive",
     batch_size: Annotated[
-        str, typer.Option("--batch-size", callback=batch_size_value, help="auto: each tool sizes its own batches (lm-eval's auto, equita's auto); a number: the same for equita and lm-eval.")
-    ] = "auto",
+        str, typer.Option("--batch-size", callback=bench_batch_size_value,
+                          help="sweep: each tool at its own best fixed size (a short sweep of 8, 16, 32, 64, recorded), and both at 32; auto: each tool's own sizing (lm-eval's auto probe); a number: the same for equita and lm-eval.")
+    ] = "sweep",
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Repetitions per tool; medians are reported.")] = 3,
     limit: Annotated[
         Optional[list[str]], typer.Option("--limit", help="WORKLOAD=N requests (or 'all'); defaults: itap-at=128, jobs=all, gfg=32, suite=all (N: equita run's --limit).")
@@ -524,6 +535,7 @@ def export_lm_eval(
     if datasets_org is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]*", datasets_org):
         console.print(f"[red]error:[/red] --datasets-org {escape(datasets_org)!s:.60}: not a Hub organisation name")
         raise typer.Exit(2)
+    check_bertscore_layers(bertscore_model, bertscore_layers)
     try:
         names = [task.name for task in select_tasks(tasks)]
         options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
@@ -564,6 +576,7 @@ def import_lm_eval(
     if str(out) in ("", "."):
         console.print("[red]error:[/red] --out must name a results folder, not the current folder")
         raise typer.Exit(2)
+    check_bertscore_layers(bertscore_model, bertscore_layers)
     try:
         options = metric_model_options(bertscore_model, bertscore_layers, neutrality_model, neutrality_tokenizer)
         results = read_lm_eval(output_path, out, datasets=datasets, source_dir=source_dir, metric_options=options, log=_log)

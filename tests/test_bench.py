@@ -180,6 +180,56 @@ def test_markdown_says_how_each_tool_sized_its_batches():
     assert suite == ["- equita batches: jobs: batch 32; itap-at: batch 64, slot utilisation 100.0%"]
 
 
+BATCH_PLANS = [
+    # (--batch-size, tools, suite, plan)
+    ("sweep", ["equita", "lm-eval", "naive"], False, {"_sweep": True}),
+    ("sweep", ["equita", "lm-eval"], True, {"equal": {"equita": 32, "lm-eval": 32}}),  # a whole `equita run`: too long to sweep
+    ("auto", ["equita", "lm-eval"], False, {"auto": {"equita": "auto", "lm-eval": "auto"}}),
+    (16, ["equita", "lm-eval"], False, {"given": {"equita": 16, "lm-eval": 16}}),
+]
+
+
+@pytest.mark.parametrize("batch_size, tools, suite, plan", BATCH_PLANS)
+def test_the_batch_sizes_each_series_times(batch_size, tools, suite, plan):
+    assert bench.batch_plan(batch_size, tools, suite) == plan
+
+
+def test_the_sweep_keeps_each_tools_fastest_fixed_size(tmp_path, monkeypatch):
+    # Scripted run times (s for the sweep's requests): equita is fastest at 64, lm-eval at 16.
+    times = {("equita", 8): 6.4, ("equita", 16): 4.8, ("equita", 32): 3.2, ("equita", 64): 2.56,
+             ("lm-eval", 8): 8.0, ("lm-eval", 16): 6.4, ("lm-eval", 32): 7.0, ("lm-eval", 64): 9.6}  # fmt: skip
+    asked = []
+
+    def run_worker(spec, folder):
+        asked.append((spec["tool"], spec["batch_size"], spec["requests"], spec["series"]))
+        return {"run_s": times[spec["tool"], spec["batch_size"]]}
+
+    monkeypatch.setattr(bench, "run_worker", run_worker)
+    spec_for = lambda tool, repetition, size, series, requests=None: {"tool": tool, "batch_size": size, "series": series, "requests": requests}  # noqa: E731
+    found = bench.sweep(["equita", "lm-eval", "naive"], 1026, spec_for, tmp_path, log=lambda message: None)
+    assert {tool: record["chosen"] for tool, record in found.items()} == {"equita": 64, "lm-eval": 16}  # the naive loop has no batch
+    assert found["equita"]["ms_per_request"] == {8: 100.0, 16: 75.0, 32: 50.0, 64: 40.0}  # 1000 * s / 64 requests
+    assert all(requests == bench.SWEEP_REQUESTS and series == "sweep" for _, _, requests, series in asked) and len(asked) == 8
+    # A workload smaller than a size is not swept at it.
+    asked.clear()
+    bench.sweep(["equita"], 20, spec_for, tmp_path, log=lambda message: None)
+    assert [size for _, size, _, _ in asked] == [8, 16] and {requests for _, _, requests, _ in asked} == {20}
+
+
+def test_markdown_shows_the_sweep_and_each_series():
+    report = _report({"same_work": True, "max_logprob_diff": 4e-5}, {"speedup": 3.4, "memory_ratio": 0.9})
+    jobs = report["workloads"]["jobs"]
+    equal = {**{key: jobs[key] for key in ("tools", "agreement", "targets")}, "ratios": {"lm-eval": {"speedup": 1.5, "memory_ratio": 0.9}},
+             "batch_sizes": {"equita": 32, "lm-eval": 32}}  # fmt: skip
+    jobs["series"] = {"best": {**{key: jobs[key] for key in ("tools", "agreement", "ratios", "targets")}, "batch_sizes": {"equita": 64, "lm-eval": 16}}, "equal": equal}
+    jobs["sweep"] = {"equita": {"requests": 64, "ms_per_request": {8: 100.0, 64: 40.0}, "chosen": 64},
+                     "lm-eval": {"requests": 64, "ms_per_request": {8: 125.0, 16: 100.0}, "chosen": 16}}  # fmt: skip
+    text = bench.markdown(report)
+    assert "Batch-size sweep (ms per request on the first 64 requests, one run each): equita: 8: 100.0, 64: 40.0 -> 64; lm-eval: 8: 125.0, 16: 100.0 -> 16." in text
+    assert "### Each tool at its own best fixed batch size: equita 64, lm-eval 16" in text and "3.40x" in text
+    assert "### Both at the same batch size: equita 32, lm-eval 32" in text and "1.50x" in text
+
+
 def test_bad_requests_fail_before_any_model_loads(tmp_path, monkeypatch):
     with pytest.raises(bench.BenchError, match="unknown workload nope; valid: itap-at, jobs, gfg, suite"):
         bench.bench(bench.BenchOptions(out=tmp_path, workloads=("nope",)))

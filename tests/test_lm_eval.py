@@ -111,6 +111,7 @@ def test_export_writes_a_yaml_per_task_a_group_per_benchmark_and_the_rows_of_a_l
     (["--tasks", "nope"], "unknown task 'nope'"),
     (["--datasets", "x", "--datasets-org", "equita"], "--datasets and --datasets-org: give one"),
     (["--datasets-org", "../up"], "not a Hub organisation name"),
+    (["--bertscore-model", "/no/encoder"], "--bertscore-model needs --bertscore-layers N"),
 ])  # fmt: skip
 def test_export_refuses_bad_arguments_in_one_line(tmp_path, monkeypatch, arguments, message):
     code, output = invoke(["export", "lm-eval", "--out", "tasks", *arguments], tmp_path, monkeypatch)

@@ -81,7 +81,9 @@ class BenchOptions:
     out: Path = Path("bench")
     workloads: tuple[str, ...] = DEFAULT_WORKLOADS
     tools: tuple[str, ...] = TOOLS
-    batch_size: int | str = "auto"  # "auto": each tool sizes its own batches; a number: the same for equita and lm-eval
+    # "sweep": each tool at its own best fixed size (a short sweep), and both at EQUAL_BATCH;
+    # "auto": each tool sizes its own batches (lm-eval's probe); a number: the same for both.
+    batch_size: int | str = "sweep"
     repeats: int = 3
     limits: dict = field(default_factory=dict)  # workload -> rows (None: all), overriding Workload.limit
     device: str = "cpu"
@@ -383,6 +385,100 @@ def _summary(runs: list[dict], tokens: int, ceiling: float) -> dict:
     }
 
 
+# The batch sizes a sweep tries, on the workload's first SWEEP_REQUESTS requests, one run each;
+# and the one size both tools are also timed at.
+SWEEP_SIZES = (8, 16, 32, 64)
+SWEEP_REQUESTS = 64
+EQUAL_BATCH = 32
+
+
+def batch_plan(batch_size, tools: list[str], suite: bool) -> dict:
+    """The series to time: {series: {tool: batch size}}, or {"_sweep": True} to sweep first.
+
+    "sweep" (the default): each tool at its own best fixed size, found by a short sweep, then
+    both at EQUAL_BATCH. A suite is a whole `equita run`, too long to sweep: EQUAL_BATCH only.
+    "auto": each tool's own automatic sizing (lm-eval's probe), labelled as such. A number: both at it.
+    """
+    if batch_size == "sweep":
+        return {"equal": dict.fromkeys(tools, EQUAL_BATCH)} if suite else {"_sweep": True}
+    return {"auto" if batch_size == "auto" else "given": dict.fromkeys(tools, batch_size)}
+
+
+def sweep(tools: list[str], requests: int, spec_for, folder: Path, log) -> dict:
+    """Per tool that batches (equita, lm-eval): milliseconds per request at each of SWEEP_SIZES on
+    the first SWEEP_REQUESTS requests, and the fastest size. Sizes above the requests are not tried."""
+    count = min(requests, SWEEP_REQUESTS)
+    found = {}
+    for tool in (t for t in tools if t != "naive"):
+        costs = {}
+        for size in (size for size in SWEEP_SIZES if size <= max(count, SWEEP_SIZES[0])):
+            result = run_worker(spec_for(tool, f"sweep{size}", size, "sweep", count), folder)
+            costs[size] = 1000 * result["run_s"] / count
+            log(f"  sweep {tool} batch {size}: {costs[size]:.1f} ms per request")
+        found[tool] = {"requests": count, "ms_per_request": costs, "chosen": min(costs, key=costs.get)}
+    return found
+
+
+def _time_series(name, workload, series, sizes, options, spec_for, folder, parts, prompts, suite, model, rate, log) -> dict:
+    """Every tool of the series at its batch size, `repeats` times, alternating; then the checks that
+    the work was the same, the summaries and the ratios."""
+    tools = list(sizes)
+    runs: dict[str, list[dict]] = {tool: [] for tool in tools}
+    for repetition in range(options.repeats):
+        # Alternate who goes first, so drift in the machine's speed spreads over all tools.
+        order = tools[repetition % len(tools) :] + tools[: repetition % len(tools)]
+        for tool in order:
+            result = run_worker(spec_for(tool, repetition, sizes[tool], series), folder / "runs" / series)
+            runs[tool].append(result)
+            log(f"  {name} {series} {tool} (batch {sizes[tool]}) #{repetition + 1}: {result['run_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB")
+    # Each task's work checked and counted on its own; a suite adds its tasks up.
+    checks, tokens, seconds_at_ceiling = {}, 0, 0.0
+    for task, part in parts.items():
+        task_runs = {tool: [_part(result, task, suite) for result in results] for tool, results in runs.items()}
+        checks[task] = _agreement(task_runs, prompts[task], part["kind"], model)
+        if part["kind"] == "generate":
+            answers = task_runs["equita"][0]["answers"]
+            generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in answers)
+            part["generated_tokens"] = generated
+            part["work_tokens"] = part["prompt_tokens"] + generated
+            context = part["prompt_tokens"] / part["requests"] + generated / part["requests"] / 2
+        else:
+            part["work_tokens"] = part["scored_tokens"]
+            context = part["prompt_tokens"] / part["requests"]
+        per_token = flops_per_token(model, context)
+        part["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": rate / per_token}
+        tokens += part["work_tokens"]
+        seconds_at_ceiling += part["work_tokens"] / part["ceiling"]["tokens_per_s"]
+    result = {"batch_sizes": sizes}
+    result["agreement"] = checks[workload.task] if not suite else {tool: _all_agree({task: check[tool] for task, check in checks.items()}) for tool in runs}
+    if suite:
+        result["agreement_by_task"] = checks
+    ceiling = tokens / seconds_at_ceiling
+    result["work_tokens"] = tokens
+    result["ceiling"] = {"flops_per_token": rate / ceiling, "tokens_per_s": ceiling}
+    result["batching"] = {tool: results[0].get("batching", {}) for tool, results in runs.items() if results[0].get("batching")}
+    result["tools"] = {tool: _summary(results, tokens, ceiling) for tool, results in runs.items()}
+    result["ratios"], result["targets"] = {}, {}
+    equita = result["tools"]["equita"]
+    for tool in tools:
+        if tool == "equita":
+            continue
+        check = result["agreement"][tool]
+        peer = result["tools"][tool]
+        speed = peer["median_run_s"] / equita["median_run_s"] if check["same_work"] else None
+        result["ratios"][tool] = {
+            "speedup": speed,
+            "memory_ratio": equita["peak_rss_mib"] / peer["peak_rss_mib"],
+            **({} if check["same_work"] else {"withheld": check["why"]}),
+        }
+        if tool in workload.targets:
+            target = workload.targets[tool]
+            result["targets"][tool] = {"speedup": target, "met": speed is not None and speed >= target}
+        if tool == "lm-eval":
+            result["targets"]["memory"] = {"at_most": "lm-eval", "met": equita["peak_rss_mib"] <= peer["peak_rss_mib"]}
+    return result
+
+
 def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     unknown = [name for name in options.workloads if name not in WORKLOADS]
     if unknown:
@@ -397,8 +493,8 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
     bad_tools = [tool for tool in options.tools if tool not in TOOLS]
     if bad_tools or "equita" not in options.tools:
         raise BenchError(f"tools must include equita and come from {', '.join(TOOLS)}; got {', '.join(options.tools)}")
-    if options.repeats < 1 or (options.batch_size != "auto" and (not isinstance(options.batch_size, int) or options.batch_size < 1)):
-        raise BenchError("--repeats must be at least 1, and --batch-size auto or at least 1")
+    if options.repeats < 1 or (options.batch_size not in ("auto", "sweep") and (not isinstance(options.batch_size, int) or options.batch_size < 1)):
+        raise BenchError("--repeats must be at least 1, and --batch-size sweep, auto or at least 1")
     if "lm-eval" in options.tools:
         try:
             lm_eval_version = metadata.version("lm_eval")
@@ -440,79 +536,44 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
         parts = described["parts"] if suite else {workload.task: described}
         prompts = {task: part.pop("prompts") for task, part in parts.items()}
         log(f"{name}: {described['requests']} requests, tools {', '.join(tools)}, {options.repeats} repetitions")
-        runs: dict[str, list[dict]] = {tool: [] for tool in tools}
-        for repetition in range(options.repeats):
-            # Alternate who goes first, so drift in the machine's speed spreads over all tools.
-            order = tools[repetition % len(tools) :] + tools[: repetition % len(tools)]
-            for tool in order:
-                spec = {
-                    "tool": tool,
-                    "repetition": repetition,
-                    "workload_name": name,
-                    "workload": str(folder.resolve()),
-                    "task": workload.task,
-                    "kind": described["kind"],
-                    "parts": {task: {"kind": part["kind"], "lm_eval_task": part["lm_eval_task"]} for task, part in parts.items()},
-                    "model": folder_model,
-                    "batch_size": options.batch_size,
-                    "device": options.device,
-                    "dtype": options.dtype,
-                    "add_bos_token": described["add_bos_token"],
-                    "max_length": described["max_length"],
-                    # The suite runs `equita run` itself, which finds the datasets as a user's run does.
-                    "datasets": options.datasets,
-                    "source_dir": str(options.source_dir.resolve()) if options.source_dir else None,
-                    "limit": described["limit"],
-                }
-                result = run_worker(spec, folder / "runs")
-                runs[tool].append(result)
-                log(f"  {name} {tool} #{repetition + 1}: {result['run_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB")
-        # Each task's work checked and counted on its own; a suite adds its tasks up.
-        checks, tokens, seconds_at_ceiling = {}, 0, 0.0
-        for task, part in parts.items():
-            task_runs = {tool: [_part(result, task, suite) for result in results] for tool, results in runs.items()}
-            checks[task] = _agreement(task_runs, prompts[task], part["kind"], model)
-            if part["kind"] == "generate":
-                answers = task_runs["equita"][0]["answers"]
-                generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in answers)
-                part["generated_tokens"] = generated
-                part["work_tokens"] = part["prompt_tokens"] + generated
-                context = part["prompt_tokens"] / part["requests"] + generated / part["requests"] / 2
-            else:
-                part["work_tokens"] = part["scored_tokens"]
-                context = part["prompt_tokens"] / part["requests"]
-            per_token = flops_per_token(model, context)
-            part["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": rate / per_token}
-            tokens += part["work_tokens"]
-            seconds_at_ceiling += part["work_tokens"] / part["ceiling"]["tokens_per_s"]
-        described["agreement"] = checks[workload.task] if not suite else {
-            tool: _all_agree({task: check[tool] for task, check in checks.items()}) for tool in runs
-        }  # fmt: skip
-        if suite:
-            described["agreement_by_task"] = checks
-        ceiling = tokens / seconds_at_ceiling
-        described["work_tokens"] = tokens
-        described["ceiling"] = {"flops_per_token": rate / ceiling, "tokens_per_s": ceiling}
-        described["batching"] = {tool: results[0].get("batching", {}) for tool, results in runs.items() if results[0].get("batching")}
-        described["tools"] = {tool: _summary(results, tokens, ceiling) for tool, results in runs.items()}
-        described["ratios"], described["targets"] = {}, {}
-        equita = described["tools"]["equita"]
-        for tool in tools:
-            if tool == "equita":
-                continue
-            check = described["agreement"][tool]
-            peer = described["tools"][tool]
-            speed = peer["median_run_s"] / equita["median_run_s"] if check["same_work"] else None
-            described["ratios"][tool] = {
-                "speedup": speed,
-                "memory_ratio": equita["peak_rss_mib"] / peer["peak_rss_mib"],
-                **({} if check["same_work"] else {"withheld": check["why"]}),
+
+        def spec_for(tool: str, repetition, batch_size, series: str, requests: int | None = None) -> dict:
+            return {
+                "tool": tool,
+                "repetition": repetition,
+                "series": series,
+                "workload_name": name,
+                "workload": str(folder.resolve()),
+                "task": workload.task,
+                "kind": described["kind"],
+                "parts": {task: {"kind": part["kind"], "lm_eval_task": part["lm_eval_task"]} for task, part in parts.items()},
+                "model": folder_model,
+                "batch_size": batch_size,
+                "requests": requests,
+                "device": options.device,
+                "dtype": options.dtype,
+                "add_bos_token": described["add_bos_token"],
+                "max_length": described["max_length"],
+                # The suite runs `equita run` itself, which finds the datasets as a user's run does.
+                "datasets": options.datasets,
+                "source_dir": str(options.source_dir.resolve()) if options.source_dir else None,
+                "limit": described["limit"],
             }
-            if tool in workload.targets:
-                target = workload.targets[tool]
-                described["targets"][tool] = {"speedup": target, "met": speed is not None and speed >= target}
-            if tool == "lm-eval":
-                described["targets"]["memory"] = {"at_most": "lm-eval", "met": equita["peak_rss_mib"] <= peer["peak_rss_mib"]}
+
+        plan = batch_plan(options.batch_size, tools, suite)
+        if plan.pop("_sweep", False):
+            described["sweep"] = sweep(tools, described["requests"], spec_for, folder / "runs", log)
+            # The naive loop has no batch (one prompt at a time): 1.
+            plan = {"best": {tool: described["sweep"][tool]["chosen"] if tool in described["sweep"] else 1 for tool in tools}, "equal": dict.fromkeys(tools, EQUAL_BATCH)}
+            plan["equal"].pop("naive", None)  # the naive loop has no batch: timed once, in the first series
+        described["series"] = {}
+        for series, sizes in plan.items():
+            described["series"][series] = _time_series(name, workload, series, sizes, options, spec_for, folder, parts, prompts, suite, model, rate, log)
+        # The first series is the headline (each tool at its own best fixed batch, when swept).
+        first = next(iter(described["series"].values()))
+        described.update({key: first[key] for key in ("agreement", "batching", "tools", "ratios", "targets", "work_tokens", "ceiling")})
+        if suite:
+            described["agreement_by_task"] = first["agreement_by_task"]
         report["workloads"][name] = described
         write_atomic(options.out / "bench.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_atomic(options.out / "bench.md", markdown(report))
@@ -591,9 +652,57 @@ def batching_lines(batching: dict) -> list[str]:
     return lines
 
 
-def markdown(report: dict) -> str:
+SERIES_TITLES = {"best": "Each tool at its own best fixed batch size", "equal": "Both at the same batch size", "auto": "Each tool's own automatic sizing (lm-eval: its auto probe)", "given": "The batch size given"}
+
+
+def _series_table(workload: dict) -> list[str]:
+    """One series' table: each tool's times, throughput, share of the ceiling, memory, ratio and same-work check."""
     from tabulate import tabulate
 
+    table = []
+    for tool, summary in workload["tools"].items():
+        ratio = workload["ratios"].get(tool)
+        if ratio is None:
+            speed = "—"
+        elif ratio["speedup"] is None:
+            speed = "withheld: " + ratio["withheld"]
+        else:
+            speed = f"{ratio['speedup']:.2f}x"
+        agreement = workload["agreement"].get(tool, {})
+        if tool == "equita":
+            same = "reference" if agreement.get("same_work", True) else "NOT repeatable: " + agreement["why"]
+        elif not agreement.get("same_work"):
+            same = "no: " + agreement.get("why", "")
+        else:
+            found = []
+            if "identical" in agreement:
+                found.append(f"{agreement['identical']} identical, {len(agreement['near_ties'])} near-ties")
+            if "max_logprob_diff" in agreement:
+                found.append(f"max diff {agreement['max_logprob_diff']:.1e}")
+            if "recheck" in agreement:
+                recheck = agreement["recheck"]
+                found.append(
+                    f"{recheck['requests_beyond_tolerance']} requests beyond {LOGPROB_TOLERANCE:g}, the {recheck['rechecked']} worst rescored alone: "
+                    f"equita off by {recheck['equita_max_error']:.1e}, {tool} by {recheck['peer_max_error']:.1e}"
+                )
+            same = f"yes ({'; '.join(found)})"
+        table.append([tool, f"{summary['median_run_s']:.1f}", f"{summary['median_wall_s']:.1f}", f"{summary['tokens_per_s']:.0f}",
+                      f"{100 * summary['ceiling_share']:.0f}%", f"{summary['peak_rss_mib']:.0f}", speed, same])  # fmt: skip
+    lines = [tabulate(table, headers=["tool", "run s", "wall s", "tokens/s", "of ceiling", "peak MiB", "equita speed-up", "same work"], tablefmt="github")]
+    lines += ["", *batching_lines(workload.get("batching", {}))]
+    targets = workload.get("targets", {})
+    if targets:
+        met = ", ".join(
+            f"{tool}: {'met' if target['met'] else 'NOT met'}"
+            + (f" (target {target['speedup']}x)" if "speedup" in target else f" (peak at most {target['at_most']}'s)")
+            for tool, target in targets.items()
+        )
+        lines += ["", f"Targets: {met}."]
+    lines.append("")
+    return lines
+
+
+def markdown(report: dict) -> str:
     settings, machine = report["settings"], report["machine"]
     lines = [
         f"# equita bench: {report['model']['id']}",
@@ -613,56 +722,13 @@ def markdown(report: dict) -> str:
             f"({workload['ceiling']['flops_per_token'] / 1e6:.0f} MFLOP per token).",
             "",
         ]
-        table = []
-        for tool, summary in workload["tools"].items():
-            ratio = workload["ratios"].get(tool)
-            if ratio is None:
-                speed = "—"
-            elif ratio["speedup"] is None:
-                speed = "withheld: " + ratio["withheld"]
-            else:
-                speed = f"{ratio['speedup']:.2f}x"
-            agreement = workload["agreement"].get(tool, {})
-            if tool == "equita":
-                same = "reference" if agreement.get("same_work", True) else "NOT repeatable: " + agreement["why"]
-            elif not agreement.get("same_work"):
-                same = "no: " + agreement.get("why", "")
-            else:
-                found = []
-                if "identical" in agreement:
-                    found.append(f"{agreement['identical']} identical, {len(agreement['near_ties'])} near-ties")
-                if "max_logprob_diff" in agreement:
-                    found.append(f"max diff {agreement['max_logprob_diff']:.1e}")
-                if "recheck" in agreement:
-                    recheck = agreement["recheck"]
-                    found.append(
-                        f"{recheck['requests_beyond_tolerance']} requests beyond {LOGPROB_TOLERANCE:g}, the {recheck['rechecked']} worst rescored alone: "
-                        f"equita off by {recheck['equita_max_error']:.1e}, {tool} by {recheck['peer_max_error']:.1e}"
-                    )
-                same = f"yes ({'; '.join(found)})"
-            table.append(
-                [
-                    tool,
-                    f"{summary['median_run_s']:.1f}",
-                    f"{summary['median_wall_s']:.1f}",
-                    f"{summary['tokens_per_s']:.0f}",
-                    f"{100 * summary['ceiling_share']:.0f}%",
-                    f"{summary['peak_rss_mib']:.0f}",
-                    speed,
-                    same,
-                ]
-            )
-        lines.append(
-            tabulate(table, headers=["tool", "run s", "wall s", "tokens/s", "of ceiling", "peak MiB", "equita speed-up", "same work"], tablefmt="github")
-        )
-        lines += ["", *batching_lines(workload.get("batching", {}))]
-        targets = workload.get("targets", {})
-        if targets:
-            met = ", ".join(
-                f"{tool}: {'met' if target['met'] else 'NOT met'}"
-                + (f" (target {target['speedup']}x)" if "speedup" in target else f" (peak at most {target['at_most']}'s)")
-                for tool, target in targets.items()
-            )
-            lines += ["", f"Targets: {met}."]
+        if workload.get("sweep"):
+            swept = "; ".join(f"{tool}: " + ", ".join(f"{size}: {ms:.1f}" for size, ms in found["ms_per_request"].items()) + f" -> {found['chosen']}"
+                              for tool, found in workload["sweep"].items())  # fmt: skip
+            lines += [f"Batch-size sweep (ms per request on the first {next(iter(workload['sweep'].values()))['requests']} requests, one run each): {swept}.", ""]
+        for series, result in workload.get("series", {"given": workload}).items():
+            sizes = result.get("batch_sizes", {})
+            lines += [f"### {SERIES_TITLES.get(series, series)}: " + ", ".join(f"{tool} {size}" for tool, size in sizes.items()), ""]
+            lines += _series_table(result)
         lines.append("")
     return "\n".join(lines)

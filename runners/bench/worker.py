@@ -13,6 +13,7 @@ needs. SPEC is a JSON file the parent wrote:
     parts       task -> {kind, lm_eval_task}
     model       checkpoint folder (all tools load the same weights)
     batch_size  a number, or "auto" (equita's own; lm-eval's "auto")
+    requests    None, or the number of the workload's first requests to run (a batch-size sweep)
     device, dtype, add_bos_token, max_length (of the longest request, for lm-eval's auto probe)
     datasets, source_dir, limit   where a suite's `equita run` finds its datasets, and its --limit
 
@@ -42,7 +43,7 @@ def run_equita(spec: dict) -> dict:
 
     model = load_model(spec["model"], device=spec["device"], dtype=spec["dtype"])
     task = EVAL_TASKS[spec["task"]]
-    rows = _read_jsonl(Path(spec["workload"]) / "rows.jsonl")
+    rows = _read_jsonl(Path(spec["workload"]) / "rows.jsonl")[: spec.get("requests")]
     setup = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -115,7 +116,7 @@ def run_lm_eval(spec: dict) -> dict:
 
     started = time.perf_counter()
     names = {part["lm_eval_task"]: task for task, part in spec["parts"].items()}
-    output = simple_evaluate(model=model, tasks=list(names), task_manager=manager, log_samples=True)
+    output = simple_evaluate(model=model, tasks=list(names), task_manager=manager, log_samples=True, limit=spec.get("requests"))
     elapsed = time.perf_counter() - started
     answers: dict = {}
     prompts: dict = {}
