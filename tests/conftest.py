@@ -31,6 +31,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ[variable] = threads
 
 from equita.builders import itap_at, jobs  # noqa: E402
+
+# The files that take a minute or more of a worker, first. pytest-xdist (--dist loadfile) hands
+# out whole files in collection order, so a long file that starts last is the whole run's tail.
+SLOW_FIRST = ("test_bench.py", "test_lm_eval.py", "test_runner.py", "test_publish.py", "test_server_backend.py",
+              "test_leaderboard_hub.py", "test_leaderboard.py", "test_verify.py", "test_rescore.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: number for number, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: each file's tests keep their order
 UPSTREAM = REPO.parent / "shared" / "upstream"
 PAT_MIRROR = itap_at.PAT_SOURCE.mirror_path(UPSTREAM)
 

@@ -208,11 +208,11 @@ def as_in_a_terminal():
 def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_path, itap_dir, smollm2):
     out = tmp_path / "run"
     command = [*EQUITA, "run", "--model", "smollm2", "--tasks", "itap-at", "--datasets", str(itap_dir),
-               "--limit", "5", "--batch-size", "1", "--out", str(out)]  # fmt: skip
+               "--limit", "4", "--batch-size", "1", "--out", str(out)]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
     cache = out / "requests.jsonl"
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and (not cache.exists() or len(cache.read_text().splitlines()) < 2):
+    while time.monotonic() < deadline and (not cache.exists() or len(cache.read_text().splitlines()) < 1):
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
@@ -220,8 +220,8 @@ def test_ctrl_c_on_the_command_line_saves_answers_and_says_how_to_resume(tmp_pat
     assert "interrupted:" in stderr and "rerun the same command to resume" in stderr
     assert "Traceback" not in stderr
     saved = read_jsonl(cache)  # every line whole
-    assert 2 <= len(saved) < 5
-    results = run(options(out, itap_dir, tasks="itap-at", limit=5, batch_size=8), log=lambda message: None)
+    assert 1 <= len(saved) < 4
+    results = run(options(out, itap_dir, tasks="itap-at", limit=4, batch_size=8), log=lambda message: None)
     assert results["tasks"]["itap-at"]["timings"]["cached"] == len(saved)
 
 
