@@ -51,10 +51,9 @@ def group_name(benchmark: str) -> str:
     return f"equita_{benchmark}"
 
 
-def _task_yaml(name: str, where: str, location: str, revision: str, metric_options: dict) -> str:
+def _task_yaml(name: str, rows: list[dict], where: str, location: str, revision: str, metric_options: dict) -> str:
     task = EVAL_TASKS[name]
     spec = task.dataset
-    rows = data.load_rows(task.config, task.split, where, location, revision)
     config = {
         "task": lm_eval_name(name),
         "dataset_path": str(Path(where).resolve()) if location != "hub" else where,
@@ -101,10 +100,10 @@ def export(out: Path, tasks: list[str], datasets: str | None = None, source_dir:
             located[task.dataset.id] = data.locate(task.dataset, datasets, source_dir, log=log)
         where, location, revision = located[task.dataset.id]
         path = out / f"{lm_eval_name(name)}.yaml"
-        write_atomic(path, _task_yaml(name, where, location, revision, metric_options or {}))
+        rows = data.load_rows(task.config, task.split, where, location, revision)
+        write_atomic(path, _task_yaml(name, rows, where, location, revision, metric_options or {}))
         written.append(path)
         if limit is not None:
-            rows = data.load_rows(task.config, task.split, where, location, revision)
             kept = {row["id"] for row in limited(task, rows, limit)}
             samples[lm_eval_name(name)] = [i for i, row in enumerate(rows) if row["id"] in kept]
     groups: dict[str, list[str]] = {}

@@ -33,7 +33,7 @@ from ..hub.publish import _without_local_paths
 from ..requests import CannotRender, Generate, render_recorded
 from ..results import report
 from ..results.contract import RESULTS_SCHEMA
-from ..results.verify import _same_data
+from ..results.rescore import recorded_data
 from ..run import LOCK_FILE, RunError, check_out, equita_provenance, limited, locked, score, strict, write_atomic
 from ..tasks import EVAL_TASKS
 from .export import metric_names
@@ -214,14 +214,8 @@ def import_lm_eval(output_path: Path, out: Path, *, datasets: str | None = None,
         if task is None:
             raise LmEvalImportError(f"{lm_name}: metadata.equita.task {str(name)[:40]!r} is not a task of this equita")
         spec, recorded = task.dataset, meta.get("dataset") if isinstance(meta.get("dataset"), dict) else {}
-        if (recorded.get("id"), recorded.get("config"), recorded.get("version")) != (spec.id, task.config, spec.version):
-            raise LmEvalImportError(f"{lm_name}: exported for {recorded.get('id')}/{recorded.get('config')} version {recorded.get('version')}; this equita scores "
-                               f"{spec.id}/{task.config} version {spec.version}, whose rows differ: export the tasks again and rerun lm-eval")  # fmt: skip
-        if spec.id not in located:
-            located[spec.id] = data.locate(spec, datasets, source_dir, log=log)
-        where, location, revision = located[spec.id]
-        if not isinstance(recorded.get("revision"), str) or not _same_data(recorded["revision"], where, location, revision):
-            raise LmEvalImportError(f"{lm_name}: ran on {spec.id} revision {str(recorded.get('revision'))[:80]}, the copy at hand is {revision}; give --datasets that copy")
+        where, location, revision = recorded_data(lm_name, task, recorded, located, datasets, source_dir, log, error=LmEvalImportError,
+                                                  made="exported for", again="export the tasks again and rerun lm-eval")  # fmt: skip
         samples_path = results_path.parent / f"samples_{lm_name}_{stamp}.jsonl"
         if not samples_path.is_file():
             raise LmEvalImportError(f"{lm_name}: no {samples_path.name}; run lm_eval with --log_samples (the answers are in the samples)")

@@ -168,17 +168,28 @@ def _rescore(results, by_task, answers, out, metric_options, judge, label_source
     return rescored, changes
 
 
-def _answers(name, eval_task, task, samples, located, datasets, source_dir, log):
-    """The dataset rows, recorded prompts, keys and answers of one task, each checked to be what the run saw."""
-    recorded, spec = task["dataset"], eval_task.dataset
+def recorded_data(name: str, eval_task, recorded: dict, located: dict, datasets, source_dir, log, error=None, made="computed on",
+                  again="run the model again") -> tuple[str, str, str]:  # fmt: skip
+    """(where, location, revision) of the dataset copy at hand, once it is checked to be the one a
+    task's answers were `made` on (`recorded`: id, config, version, revision); else `error` (a
+    ValueError class) naming the task and what to do. `located` caches the copies found, by id."""
+    error = error or RescoreError
+    spec = eval_task.dataset
     if (recorded.get("id"), recorded.get("config"), recorded.get("version")) != (spec.id, eval_task.config, spec.version):
-        raise RescoreError(f"{name}: computed on {recorded.get('id')}/{recorded.get('config')} version {recorded.get('version')}; this equita scores "
-                           f"{spec.id}/{eval_task.config} version {spec.version}, whose rows differ: run the model again")  # fmt: skip
+        raise error(f"{name}: {made} {recorded.get('id')}/{recorded.get('config')} version {recorded.get('version')}; this equita scores "
+                    f"{spec.id}/{eval_task.config} version {spec.version}, whose rows differ: {again}")  # fmt: skip
     if spec.id not in located:
         located[spec.id] = data.locate(spec, datasets, source_dir, log=log)
     where, location, revision = located[spec.id]
-    if not _same_data(recorded["revision"], where, location, revision):
-        raise RescoreError(f"{name}: computed on {spec.id} revision {recorded['revision']}, the copy at hand is {revision}; give --datasets that copy")
+    if not isinstance(recorded.get("revision"), str) or not _same_data(recorded["revision"], where, location, revision):
+        raise error(f"{name}: {made} {spec.id} revision {str(recorded.get('revision'))[:80]}, the copy at hand is {revision}; give --datasets that copy")
+    return where, location, revision
+
+
+def _answers(name, eval_task, task, samples, located, datasets, source_dir, log):
+    """The dataset rows, recorded prompts, keys and answers of one task, each checked to be what the run saw."""
+    spec = eval_task.dataset
+    where, location, revision = recorded_data(name, eval_task, task["dataset"], located, datasets, source_dir, log)
     by_id = {row["id"]: row for row in data.load_rows(eval_task.config, eval_task.split, where, location, revision)}
     if len(samples) != task["n"]:
         raise RescoreError(f"{name}: results.json says n = {task['n']}, samples.jsonl holds {len(samples)} of its samples")
