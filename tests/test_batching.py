@@ -28,6 +28,7 @@ class CountdownModel:
     def __init__(self, prompts=()):
         self.prompts = [list(p) for p in prompts]
         self.passes: list[tuple[int, int]] = []  # (rows, tokens per row) of each forward pass
+        self.tree_passes: list[tuple[int, int]] = []  # (trees, nodes per row) of each tree prefill
 
     def is_own_sequence(self, read: list[int]) -> bool:
         """A job's prompt followed by the countdown from its last token: what the row fed, in order."""
@@ -58,14 +59,30 @@ class CountdownModel:
         logits[torch.arange(rows), (input_ids[:, -1] - 1).clamp(min=0)] = 1.0
         return logits, cache
 
+    def forward_trees(self, packed, cache):
+        """A tree prefill: each column's token is stored in the cache; the decoding steps that
+        follow then check that every row reads back exactly its own prompt, gathered from the tree."""
+        from transformers.cache_utils import DynamicCache
+
+        ids = torch.from_numpy(packed.input_ids)
+        self.tree_passes.append(tuple(ids.shape))
+        if cache is None:
+            cache = DynamicCache()
+        keys = ids.to(torch.float32)[:, None, :, None]
+        cache.update(keys, keys.clone(), 0)
+        kept = ids[:, -packed.kept :]
+        logits = torch.full((*kept.shape, VOCAB), -1.0).scatter_(-1, (kept - 1).clamp(min=0)[..., None], 1.0)
+        return logits, cache
+
 
 def decode(tokens: list[int]) -> str:
     return " ".join(str(t) for t in tokens)
 
 
-def run(jobs, size, prefix=None):
+def run(jobs, size, prefix=None, trees=False):
     model = CountdownModel([ids for _, ids, _, _ in jobs])
-    batch = ContinuousBatch(model.forward, decode, [EOS], torch.device("cpu"), prefix=prefix, size=BatchSize(size))
+    batch = ContinuousBatch(model.forward, decode, [EOS], torch.device("cpu"), prefix=prefix, size=BatchSize(size),
+                            forward_trees=model.forward_trees if trees else None, row_tokens=8)  # fmt: skip
     answers = {}
     for ended in batch.run(jobs, lambda error: False):
         answers.update(ended)
@@ -87,6 +104,21 @@ def test_rows_are_replaced_as_they_end_and_utilisation_counts_the_slots_used():
     assert (stats.prefill_passes, stats.prefill_tokens) == (2, 6)
     # Prefill passes carry the prompts; decoding passes one token per row.
     assert model.passes == [(2, 2), (2, 1), (1, 2), (2, 1), (2, 1), (1, 1), (1, 1)]
+
+
+def test_a_row_that_ends_while_requests_wait_hands_its_slot_to_the_next_prompt(monkeypatch):
+    # The jobs of the test above. B ends at step 1 while C waits: C's prompt is written into B's
+    # slot of the cache (no copy). The cache is cut only when C ends with nothing waiting (A stays)
+    # and when A ends. The first rows find no cache to fill (a join); cutting B out and joining C
+    # instead would add a cut and a join, each a copy of the whole cache.
+    calls = []
+    for name in ("_join", "_keep", "_fill"):
+        original = getattr(ContinuousBatch, name)
+        monkeypatch.setattr(ContinuousBatch, name, lambda self, *args, _original=original, _name=name: calls.append(_name) or _original(self, *args))
+    jobs = [(0, [9, 6], 32, ()), (1, [9, 2], 32, ()), (2, [9, 3], 32, ())]
+    answers, _, _ = run(jobs, 2)
+    assert answers == {0: "5 4 3 2 1", 1: "1", 2: "2 1"}
+    assert calls == ["_fill", "_join", "_fill", "_keep", "_keep"]
 
 
 def test_a_wave_of_new_rows_is_prefilled_in_passes_of_bounded_size(monkeypatch):
@@ -114,6 +146,52 @@ def test_a_wave_of_new_rows_is_prefilled_in_passes_of_bounded_size(monkeypatch):
 def test_each_row_ends_on_its_own(jobs, size, expected):
     answers, _, _ = run(jobs, size)
     assert answers == expected
+
+
+def test_prompts_that_start_alike_are_prefilled_once_as_a_tree():
+    # Batch of 3, trees of at most 8 nodes. A [9 4 6] and B [9 4 2] share [9 4]; C [9 5 2] shares [9]:
+    # one tree of 6 nodes (9 4 6 2 5 2) where left padding reads 9 tokens. Answers as without trees:
+    # the decoding steps check that each row reads exactly its own prompt, gathered from the tree.
+    # B and C end at the first step; D [8 7 2 3] and E [8 7 2 4] take their places together: a
+    # second tree of 5 nodes, where padding reads 8.
+    jobs = [(0, [9, 4, 6], 32, ()), (1, [9, 4, 2], 32, ()), (2, [9, 5, 2], 32, ()), (3, [8, 7, 2, 3], 32, ()), (4, [8, 7, 2, 4], 32, ())]
+    expected = {0: "5 4 3 2 1", 1: "1", 2: "1", 3: "2 1", 4: "3 2 1"}
+    plain, plain_stats, _ = run(jobs, 3)
+    answers, stats, model = run(jobs, 3, trees=True)
+    assert answers == plain == expected
+    assert model.tree_passes == [(1, 6), (1, 5)]
+    # The first tree pass is checked once against left padding: the 3-row pass of width 3.
+    assert model.passes[0] == (3, 3)
+    assert (stats.prefill_tokens, plain_stats.prefill_tokens) == (6 + 5, 9 + 8)
+    # The five prompts at once: A, B, C make 6 nodes, D would add 4 more (> 8): a second tree.
+    batch = ContinuousBatch(None, decode, [EOS], torch.device("cpu"), forward_trees=lambda packed, cache: None, row_tokens=8)
+    found = batch._trees([ids for _, ids, _, _ in jobs])
+    assert [members for _, members in found] == [[0, 1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize(
+    "sequences, saving",
+    [
+        ([[1, 2, 3], [1, 2, 4]], 2 / 6),  # [1 2] computed once
+        ([[3, 4], [1, 2, 5], [1, 2]], 2 / 7),  # token order puts [1 2] beside [1 2 5]
+        ([[5], [6]], 0.0),
+        ([], 0.0),
+    ],
+)
+def test_the_share_a_token_tree_saves_by_hand(sequences, saving):
+    from equita.runners.backends.token_tree import tree_saving
+
+    assert tree_saving(sequences) == pytest.approx(saving)
+
+
+def test_prompts_that_share_too_little_are_prefilled_with_left_padding():
+    # [9 4 6], [9 5 3]: a tree of 5 nodes where padding reads 6, a saving of 1/6 (at least TREE_SAVING, 15%): merged.
+    # [7 4 6], [9 5 3]: nothing shared, no tree.
+    batch = ContinuousBatch(None, decode, [EOS], torch.device("cpu"), forward_trees=lambda packed, cache: None, row_tokens=8)
+    assert batch._trees([[9, 4, 6], [9, 5, 3]]) is not None
+    assert batch._trees([[7, 4, 6], [9, 5, 3]]) is None
+    answers, stats, model = run([(0, [7, 4, 6], 32, ()), (1, [9, 5, 3], 32, ())], 2, trees=True)
+    assert answers == {0: "5 4 3 2 1", 1: "2 1"} and model.tree_passes == [] and stats.prefill_tokens == 6
 
 
 def test_out_of_memory_requeues_the_rows_and_halves_the_batch():
@@ -222,3 +300,42 @@ def test_auto_batch_size_is_measured_and_recorded(smollm2, monkeypatch):
     assert answers == _answers(smollm2, requests, 4)
     assert stats["batch_size_requested"] == "auto" and stats["batch_size"] in (2, 4, 8)
     assert "2" in stats["batch_size_trials"] and stats["batch_size_trials"]["2"] > 0
+
+
+# ItaP-AT's shape: each input word asked under several instructions, so prompts of one word
+# share their start beyond the system prompt.
+ITAP_LIKE = [
+    f"Considera l'input: {word}. \n Rispondi con una sola parola alla seguente domanda: {instruction}"
+    for word in ("falena", "azalea")
+    for instruction in (
+        "Determinare la gradevolezza o la sgradevolezza di una parola",
+        "Determina la connotazione di una parola, se è positiva o negativa.",
+        "Indica se la parola è piacevole o spiacevole.",
+    )
+]
+
+
+def test_tree_prefill_gives_the_answers_of_left_padding_and_of_one_prompt_at_a_time(smollm2, monkeypatch):
+    requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=8) for p in ITAP_LIKE]
+    encoded = [smollm2._encode(smollm2.render(r), r) for r in requests]
+    beyond_prefix = sum(len(ids) for ids in encoded) - len(requests) * len(smollm2._shared_prefix(encoded).tokens)
+    stats: dict = {}
+    with_trees = _answers(smollm2, requests, 6, stats)
+    # Each word's shared start is computed once: well under the prompts' own tokens.
+    assert stats["prefill_tokens"] < 0.8 * beyond_prefix and stats["prefill_passes"] == 1
+    monkeypatch.setattr(smollm2, "_tree_ok", False)
+    padded: dict = {}
+    assert _answers(smollm2, requests, 6, padded) == with_trees and padded["prefill_tokens"] == beyond_prefix
+    monkeypatch.setattr(smollm2, "_splicable", False)  # transformers' own generate, one prompt at a time
+    assert _answers(smollm2, requests, 1) == with_trees
+
+
+def test_a_model_that_ignores_the_tree_mask_is_prefilled_with_left_padding(smollm2, monkeypatch):
+    from equita.runners.backends import hf
+
+    monkeypatch.setattr(hf, "TREE_TOLERANCE", -1.0)  # any difference counts as "mask ignored"
+    requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=4) for p in ITAP_LIKE[:2] + ITAP_LIKE[3:5]]  # two words, two instructions each
+    with pytest.warns(UserWarning, match="does not honour custom attention masks"):
+        checked = _answers(smollm2, requests, 4)
+    monkeypatch.setattr(smollm2, "_tree_ok", False)
+    assert checked == _answers(smollm2, requests, 4)

@@ -119,17 +119,22 @@ def test_lm_eval_yaml_for_generation_and_scoring(tmp_path):
     assert (scoring["doc_to_choice"], scoring["target_delimiter"]) == ("continuations", "")
 
 
-def test_flops_per_token_by_hand(smollm2):
-    # SmolLM2-135M ties its output projection to the embedding: every parameter but the lookup
-    # is a matrix each token multiplies, the shared matrix once as the output projection.
-    config = smollm2.model.config
-    expected = 2 * smollm2.info.parameters + 4 * config.num_hidden_layers * 10 * config.hidden_size
-    assert bench.flops_per_token(smollm2, context=10) == expected
-    assert (config.num_hidden_layers, config.hidden_size) == (30, 576)
+def test_matrix_flops_counts_each_linear_call_by_hand():
+    import torch
+
+    from equita.runners.bench.worker import MatrixFlops
+
+    # Two linear layers (4 -> 3 -> 5) on 2 x 6 rows: 2 x 12 x (4 x 3 + 3 x 5) = 648; the
+    # activation between them multiplies nothing, and nothing is counted once the block is left.
+    layers = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 5))
+    with MatrixFlops() as counted:
+        layers(torch.zeros(2, 6, 4))
+    layers(torch.zeros(2, 6, 4))
+    assert counted.flops == 648
 
 
 def _report(agreement: dict, ratios: dict) -> dict:
-    tool = {"median_run_s": 10.0, "median_wall_s": 12.0, "tokens_per_s": 100.0, "ceiling_share": 0.25, "peak_rss_mib": 900.0}
+    tool = {"median_run_s": 10.0, "median_wall_s": 12.0, "tokens_per_s": 100.0, "matrix_gflop": 375.0, "ceiling_share": 0.25, "peak_rss_mib": 900.0}
     return {
         "model": {"id": "smollm2"},
         "machine": {"processor": "x86_64", "cpus": 2, "torch_threads": 2, "matmul_gflops": 150.0},
@@ -142,7 +147,6 @@ def _report(agreement: dict, ratios: dict) -> dict:
                 "requests": 1026,
                 "limit": None,
                 "work_tokens": 56994,
-                "ceiling": {"tokens_per_s": 400.0, "flops_per_token": 2.7e8},
                 "tools": {"equita": tool, "lm-eval": tool},
                 "agreement": {"equita": {"same_work": True}, "lm-eval": agreement},
                 "ratios": {"lm-eval": ratios},
@@ -158,6 +162,9 @@ def _report(agreement: dict, ratios: dict) -> dict:
 def test_markdown_reports_the_ratio_only_on_the_same_work():
     same = bench.markdown(_report({"same_work": True, "max_logprob_diff": 4e-5}, {"speedup": 3.4, "memory_ratio": 0.9}))
     assert "| lm-eval |" in same and "3.40x" in same and "yes (max diff 4.0e-05)" in same
+    row = next(line for line in same.splitlines() if line.startswith("| lm-eval "))
+    assert [cell.strip() for cell in row.strip("|").split("|")][4:6] == ["375", "25%"]  # GFLOP computed, of ceiling
+    assert "against the measured 150 GFLOP/s" in same
     assert "all 1026 requests" in same and "Targets: lm-eval: met (target 3.0x), memory: met (peak at most lm-eval's)." in same
     withheld = bench.markdown(
         _report({"same_work": False, "why": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"}, {"speedup": None, "memory_ratio": 0.9, "withheld": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"})
@@ -202,14 +209,19 @@ def test_the_sweep_keeps_each_tools_fastest_fixed_size(tmp_path, monkeypatch):
 
     def run_worker(spec, folder):
         asked.append((spec["tool"], spec["batch_size"], spec["requests"], spec["series"]))
-        return {"run_s": times[spec["tool"], spec["batch_size"]]}
+        # The second run of equita at 8 is slowed by the machine: the fastest run counts.
+        slowed = 10.0 if (spec["tool"], spec["batch_size"], spec["repetition"]) == ("equita", 8, "sweep8-1") else 0.0
+        return {"run_s": times[spec["tool"], spec["batch_size"]] + slowed}
 
     monkeypatch.setattr(bench, "run_worker", run_worker)
-    spec_for = lambda tool, repetition, size, series, requests=None: {"tool": tool, "batch_size": size, "series": series, "requests": requests}  # noqa: E731
-    found = bench.sweep(["equita", "lm-eval", "naive"], 1026, spec_for, tmp_path, log=lambda message: None)
+    spec_for = lambda tool, repetition, size, series, requests=None: {"tool": tool, "repetition": repetition, "batch_size": size, "series": series, "requests": requests}  # noqa: E731
+    found = bench.sweep(["equita", "lm-eval", "naive"], 1026, spec_for, tmp_path, log=lambda message: None, repeats=2)
     assert {tool: record["chosen"] for tool, record in found.items()} == {"equita": 64, "lm-eval": 16}  # the naive loop has no batch
-    assert found["equita"]["ms_per_request"] == {8: 100.0, 16: 75.0, 32: 50.0, 64: 40.0}  # 1000 * s / 64 requests
-    assert all(requests == bench.SWEEP_REQUESTS and series == "sweep" for _, _, requests, series in asked) and len(asked) == 8
+    assert found["equita"]["ms_per_request"] == {8: 100.0, 16: 75.0, 32: 50.0, 64: 40.0}  # 1000 * s / 64 requests, the faster run
+    assert found["equita"]["trials"][8] == [100.0, 256.25]
+    assert all(requests == bench.SWEEP_REQUESTS and series == "sweep" for _, _, requests, series in asked) and len(asked) == 16
+    # Sizes take turns, so that a slow spell of the machine does not fall on one size's runs alone.
+    assert [size for tool, size, _, _ in asked if tool == "equita"] == [8, 16, 32, 64, 8, 16, 32, 64]
     # A workload smaller than a size is not swept at it.
     asked.clear()
     bench.sweep(["equita"], 20, spec_for, tmp_path, log=lambda message: None)
@@ -226,6 +238,9 @@ def test_markdown_shows_the_sweep_and_each_series():
                      "lm-eval": {"requests": 64, "ms_per_request": {8: 125.0, 16: 100.0}, "chosen": 16}}  # fmt: skip
     text = bench.markdown(report)
     assert "Batch-size sweep (ms per request on the first 64 requests, one run each): equita: 8: 100.0, 64: 40.0 -> 64; lm-eval: 8: 125.0, 16: 100.0 -> 16." in text
+    for found in jobs["sweep"].values():
+        found["trials"] = {size: [ms, ms + 1, ms + 2] for size, ms in found["ms_per_request"].items()}
+    assert "first 64 requests, fastest of 3 runs each): equita: 8: 100.0" in bench.markdown(report)
     assert "### Each tool at its own best fixed batch size: equita 64, lm-eval 16" in text and "3.40x" in text
     assert "### Both at the same batch size: equita 32, lm-eval 32" in text and "1.50x" in text
 

@@ -27,10 +27,10 @@ import torch
 from ...builders.common import sha256_file
 from ..errors import ModelError
 from ..requests import Generate, Loglikelihood, Request, continuation_ids, prompt_ids, render_prompt
-from .batching import BatchSize, ContinuousBatch, cache_is_splicable, free_memory
+from .batching import TREE_SAVING, BatchSize, ContinuousBatch, cache_is_splicable, free_memory
 from .models import ModelInfo
 from .sources import EMBEDDED, convert_gguf, embedded_gguf, folder_fingerprint, shareable
-from .token_tree import token_tree
+from .token_tree import PackedTrees, pack_trees, token_tree, tree_saving
 
 # A common prompt start shorter than this is recomputed per row: copying its cache costs more.
 MIN_SHARED_PREFIX = 8
@@ -40,6 +40,11 @@ TREE_TOLERANCE = 1e-2
 # Nodes per row of tree-packed scoring: attention grows with the square of it, the matrix
 # products (the bulk) only linearly, so rows stay short and the batch gives the width.
 ROW_TOKENS = 256
+# The same for prompts prefilled as trees: a tree row's attention is dense (its mask is a 4-D
+# one), so on ItaP-AT one-shot prompts (~67 tokens past the system prompt) rows of 256 nodes
+# prefilled 17,642 tokens in 59.9 s, rows of 128 19,054 tokens in 50.7 s, and left padding
+# 26,390 tokens in 64.3 s (400 rows, batch 64, this project's 2-core CPU).
+PREFILL_ROW_TOKENS = 128
 
 
 @dataclass
@@ -97,8 +102,8 @@ def _merge_stats(stats: dict, new: dict) -> None:
             stats[key] = max(stats.get(key, 0), value)
         elif key == "batch_size_trials":
             stats.setdefault(key, {}).update(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and key != "batch_size_requested":
-            stats[key] = stats.get(key, 0) + value
+        elif (isinstance(value, int) or key.endswith("_s")) and not isinstance(value, bool) and key != "batch_size_requested":
+            stats[key] = round(stats.get(key, 0) + value, 3) if key.endswith("_s") else stats.get(key, 0) + value
         else:
             stats[key] = value
     if stats.get("decoding_steps") and "slot_steps" in stats:
@@ -255,26 +260,29 @@ class TransformersModel:
                 )
             encoded.append(ids)
 
-        # Requests with the same settings batch together; within them, longest first.
+        # Requests with the same settings batch together.
         def settings(i):
             r = requests[i]
             return ("gen", r.max_new_tokens, r.stop) if isinstance(r, Generate) else ("ll",)
-
-        def order_key(i):
-            # Generation: longest first (an out-of-memory error shows at once, padding stays small).
-            # Scoring: token order, so that requests starting alike share tree rows.
-            return -len(encoded[i]) if isinstance(requests[i], Generate) else encoded[i]
 
         groups: dict[tuple, list[int]] = {}
         for i in range(len(requests)):
             groups.setdefault(settings(i), []).append(i)
         for key in sorted(groups, key=str):
-            order = sorted(groups[key], key=order_key)
-            prefix = self._shared_prefix([encoded[i] for i in order])
-            generating = isinstance(requests[order[0]], Generate)
-            if generating and self._can_splice(prefix):
-                yield from self._generate_continuously(order, encoded, requests, prefix, batch_size, stats)
+            members = groups[key]
+            prefix = self._shared_prefix([encoded[i] for i in members])
+            if isinstance(requests[members[0]], Generate) and self._can_splice(prefix):
+                # Token order where prompts start alike beyond the shared prefix (ItaP-AT's prompts of
+                # one input word): they arrive together and are prefilled as token trees. Otherwise
+                # longest first, so that a prefill pass pads little.
+                start = len(prefix.tokens) if prefix else 0
+                trees = self._tree_ok and tree_saving([encoded[i][start:] for i in members]) >= TREE_SAVING
+                order = sorted(members, key=lambda i: encoded[i] if trees else -len(encoded[i]))
+                yield from self._generate_continuously(order, encoded, requests, prefix, batch_size, stats, trees)
             else:
+                # Fixed batches: generation longest first (an out-of-memory error shows at once,
+                # padding stays small); scoring in token order, so that requests starting alike share tree rows.
+                order = sorted(members, key=lambda i: -len(encoded[i]) if isinstance(requests[i], Generate) else encoded[i])
                 yield from self._static_batches(order, encoded, continuations, requests, prefix, batch_size, stats)
 
     def _static_batches(self, order, encoded, continuations, requests, prefix, batch_size, stats):
@@ -312,8 +320,9 @@ class TransformersModel:
             yield indices, responses
         _merge_stats(stats, {**size.as_record(), **decoding})
 
-    def _generate_continuously(self, order, encoded, requests, prefix, batch_size, stats):
-        """Generation with rows replaced as they end (`equita.runners.backends.batching.ContinuousBatch`)."""
+    def _generate_continuously(self, order, encoded, requests, prefix, batch_size, stats, trees: bool = False):
+        """Generation with rows replaced as they end (`equita.runners.backends.batching.ContinuousBatch`);
+        `trees`: prompts that start alike are prefilled as token trees."""
         size = BatchSize(batch_size, ceiling=len(order))
         batch = ContinuousBatch(
             forward=self._forward_last,
@@ -324,6 +333,9 @@ class TransformersModel:
             pad_id=self.pad_id,
             size=size,
             bytes_free=free_memory(self.model.device),
+            forward_trees=(lambda packed, cache: self._forward_packed(packed, cache, keep_cache=True)) if trees else None,
+            row_tokens=PREFILL_ROW_TOKENS,
+            tree_tolerance=TREE_TOLERANCE,
         )
         jobs = [(i, encoded[i], requests[i].max_new_tokens, tuple(requests[i].stop)) for i in order]
         try:
@@ -479,49 +491,10 @@ class TransformersModel:
             budget += nodes
         rows.append(current)
         trees = [token_tree([(contexts[n][size:], continuations[n]) for n in row]) for row in rows]
-
-        # Row layout: [other nodes][padding][predicting nodes], the latter flush right.
-        layouts = []
-        for tree in trees:
-            predicting = tree.predicting()
-            order = np.concatenate([np.flatnonzero(~predicting), np.flatnonzero(predicting)])
-            layouts.append((order, int(predicting.sum())))
-        width = max(len(tree.tokens) for tree in trees)
-        kept = max(count for _, count in layouts)
-        input_ids = np.full((len(trees), width), self.pad_id, dtype=np.int64)
-        positions = np.zeros((len(trees), width), dtype=np.int64)
-        allowed = np.zeros((len(trees), width, size + width), dtype=bool)
-        allowed[:, :, :size] = True  # every node may read the shared prefix
-        allowed[:, np.arange(width), size + np.arange(width)] = True  # padding reads itself, so no row of the mask is empty
-        columns_of = []
-        for row, (tree, (order, count)) in enumerate(zip(trees, layouts)):
-            n = len(tree.tokens)
-            columns = np.empty(n, dtype=np.int64)
-            columns[order] = np.concatenate([np.arange(n - count), np.arange(width - count, width)])
-            ancestors = np.zeros((n, n), dtype=bool)
-            for node, parent in enumerate(tree.parents):  # parents come before their children
-                if parent >= 0:
-                    ancestors[node] = ancestors[parent]
-                ancestors[node, node] = True
-            input_ids[row, columns] = tree.tokens
-            positions[row, columns] = size + np.asarray(tree.depths)
-            allowed[row, columns[:, None], size + columns[None, :]] = ancestors
-            columns_of.append(columns)
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype)
-        mask.masked_fill_(~torch.from_numpy(allowed), torch.finfo(dtype).min)
-        device = self.model.device
-        kwargs = {
-            "input_ids": torch.from_numpy(input_ids).to(device),
-            "position_ids": torch.from_numpy(positions).to(device),
-            "attention_mask": mask[:, None].to(device),
-            "use_cache": bool(prefix),
-        }
-        if prefix:
-            kwargs[self._cache_argument] = prefix.repeated(len(trees))
-        if self._takes_logits_to_keep:
-            kwargs["logits_to_keep"] = kept
-        logits = self.model(**kwargs).logits[:, -kept:].float().log_softmax(-1)
+        packed = pack_trees(trees, [tree.predicting() for tree in trees], size, self.pad_id)
+        logits, _ = self._forward_packed(packed, prefix.repeated(len(trees)) if prefix else None)
+        logits = logits.float().log_softmax(-1)
+        width, kept, columns_of = packed.width, packed.kept, packed.columns
         results: list[dict] = [{} for _ in contexts]
         for row, (tree, members) in enumerate(zip(trees, rows)):
             columns = columns_of[row] - (width - kept)
@@ -534,6 +507,27 @@ class TransformersModel:
                     scored["greedy"].append(bool((scores.argmax(-1) == targets).all()))
                 results[number] = scored
         return results
+
+    def _forward_packed(self, packed: PackedTrees, cache=None, keep_cache: bool = False):
+        """One forward pass over token trees (`token_tree.pack_trees`) after an optional prefix
+        cache: the logits of each row's last `packed.kept` columns, and the grown cache (when
+        one was given or `keep_cache`; else None)."""
+        dtype = self.model.dtype
+        mask = torch.zeros(packed.allowed.shape, dtype=dtype)
+        mask.masked_fill_(~torch.from_numpy(packed.allowed), torch.finfo(dtype).min)
+        device = self.model.device
+        kwargs = {
+            "input_ids": torch.from_numpy(packed.input_ids).to(device),
+            "position_ids": torch.from_numpy(packed.positions).to(device),
+            "attention_mask": mask[:, None].to(device),
+            "use_cache": cache is not None or keep_cache,
+        }
+        if cache is not None:
+            kwargs[self._cache_argument] = cache
+        if self._takes_logits_to_keep:
+            kwargs["logits_to_keep"] = packed.kept
+        output = self.model(**kwargs)
+        return output.logits[:, -packed.kept :], (_returned_cache(output) if cache is not None or keep_cache else None)
 
     def _loglikelihood_joint(self, contexts: list[list[int]], continuations: list[list[list[int]]]) -> list[dict]:
         """The plain way, for models whose cache cannot be repeated: one row per context + continuation.

@@ -8,8 +8,11 @@ same prompts, the same greedy answers (or, where two answers part, a near-tie of
 own top two tokens at that step), log-probabilities within LOGPROB_TOLERANCE. Otherwise the
 ratio is withheld and the report says why.
 
-Tokens per second are set against this machine's ceiling for the model: a measured float
-matrix-multiply rate divided by the model's FLOPs per token.
+Each tool's computed work is set against this machine's ceiling: the multiply-adds of every
+linear layer it ran (counted in the worker, padding included) per second, as a share of a
+measured float matrix-multiply rate. Work a tool avoids (a token tree, a prefix run once) is not
+counted for it, so the share stays below 1 however clever the tool; tokens per second count the
+work as the requests name it, the same for every tool.
 """
 
 from __future__ import annotations
@@ -353,26 +356,15 @@ def matmul_rate(size: int = 2048, repeats: int = 10) -> float:
     return 2 * size**3 * repeats / (time.perf_counter() - started)
 
 
-def flops_per_token(model: TransformersModel, context: float) -> float:
-    """2 x parameters touched per token (embedding lookup excluded, output projection included),
-    plus attention over `context` earlier tokens (QK and AV: 4 x layers x context x width)."""
-    config = model.model.config
-    parameters = sum(p.numel() for p in model.model.parameters())
-    embedding = model.model.get_input_embeddings().weight
-    head = model.model.get_output_embeddings().weight
-    tied = head.data_ptr() == embedding.data_ptr()
-    matrix = parameters - embedding.numel() + (head.numel() if tied else 0)
-    layers = getattr(config, "num_hidden_layers", 0)
-    width = getattr(config, "hidden_size", 0)
-    return 2 * matrix + 4 * layers * context * width
-
-
 # -- the whole benchmark ------------------------------------------------------------------------
 
 
-def _summary(runs: list[dict], tokens: int, ceiling: float) -> dict:
+def _summary(runs: list[dict], tokens: int, rate: float) -> dict:
+    """A tool's runs: median times, tokens of work per second, the matrix work it computed (the
+    same in every run) and its share of the matmul rate, peak memory."""
     run_s = [r["run_s"] for r in runs]
     median = statistics.median(run_s)
+    flops = runs[0].get("matrix_flops")
     return {
         "runs": len(runs),
         "run_s": run_s,
@@ -381,7 +373,9 @@ def _summary(runs: list[dict], tokens: int, ceiling: float) -> dict:
         "median_setup_s": statistics.median(r["setup_s"] for r in runs),
         "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
         "tokens_per_s": tokens / median,
-        "ceiling_share": tokens / median / ceiling,
+        "matrix_gflop": flops / 1e9 if flops is not None else None,
+        "flops_per_work_token": flops / tokens if flops is not None and tokens else None,
+        "ceiling_share": flops / median / rate if flops is not None else None,
     }
 
 
@@ -404,18 +398,24 @@ def batch_plan(batch_size, tools: list[str], suite: bool) -> dict:
     return {"auto" if batch_size == "auto" else "given": dict.fromkeys(tools, batch_size)}
 
 
-def sweep(tools: list[str], requests: int, spec_for, folder: Path, log) -> dict:
+def sweep(tools: list[str], requests: int, spec_for, folder: Path, log, repeats: int = 1) -> dict:
     """Per tool that batches (equita, lm-eval): milliseconds per request at each of SWEEP_SIZES on
-    the first SWEEP_REQUESTS requests, and the fastest size. Sizes above the requests are not tried."""
+    the first SWEEP_REQUESTS requests, and the fastest size. Sizes above the requests are not tried.
+
+    Each size is run `repeats` times, the sizes in turn, and its fastest run counts: noise on a
+    shared machine only ever slows a run down, and one slow run must not decide the size."""
     count = min(requests, SWEEP_REQUESTS)
     found = {}
     for tool in (t for t in tools if t != "naive"):
-        costs = {}
-        for size in (size for size in SWEEP_SIZES if size <= max(count, SWEEP_SIZES[0])):
-            result = run_worker(spec_for(tool, f"sweep{size}", size, "sweep", count), folder)
-            costs[size] = 1000 * result["run_s"] / count
-            log(f"  sweep {tool} batch {size}: {costs[size]:.1f} ms per request")
-        found[tool] = {"requests": count, "ms_per_request": costs, "chosen": min(costs, key=costs.get)}
+        sizes = [size for size in SWEEP_SIZES if size <= max(count, SWEEP_SIZES[0])]
+        trials: dict[int, list[float]] = {size: [] for size in sizes}
+        for repetition in range(repeats):
+            for size in sizes:
+                result = run_worker(spec_for(tool, f"sweep{size}-{repetition}", size, "sweep", count), folder)
+                trials[size].append(1000 * result["run_s"] / count)
+                log(f"  sweep {tool} batch {size} #{repetition + 1}: {trials[size][-1]:.1f} ms per request")
+        costs = {size: min(times) for size, times in trials.items()}
+        found[tool] = {"requests": count, "ms_per_request": costs, "trials": trials, "chosen": min(costs, key=costs.get)}
     return found
 
 
@@ -431,33 +431,25 @@ def _time_series(name, workload, series, sizes, options, spec_for, folder, parts
             result = run_worker(spec_for(tool, repetition, sizes[tool], series), folder / "runs" / series)
             runs[tool].append(result)
             log(f"  {name} {series} {tool} (batch {sizes[tool]}) #{repetition + 1}: {result['run_s']:.1f} s, peak {result['peak_rss_mib']:.0f} MiB")
-    # Each task's work checked and counted on its own; a suite adds its tasks up.
-    checks, tokens, seconds_at_ceiling = {}, 0, 0.0
+    # Each task's work checked and counted on its own (the tokens its requests name); a suite adds its tasks up.
+    checks, tokens = {}, 0
     for task, part in parts.items():
         task_runs = {tool: [_part(result, task, suite) for result in results] for tool, results in runs.items()}
         checks[task] = _agreement(task_runs, prompts[task], part["kind"], model)
         if part["kind"] == "generate":
             answers = task_runs["equita"][0]["answers"]
-            generated = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in answers)
-            part["generated_tokens"] = generated
-            part["work_tokens"] = part["prompt_tokens"] + generated
-            context = part["prompt_tokens"] / part["requests"] + generated / part["requests"] / 2
+            part["generated_tokens"] = sum(len(model.tokenizer(text, add_special_tokens=False)["input_ids"]) for text in answers)
+            part["work_tokens"] = part["prompt_tokens"] + part["generated_tokens"]
         else:
             part["work_tokens"] = part["scored_tokens"]
-            context = part["prompt_tokens"] / part["requests"]
-        per_token = flops_per_token(model, context)
-        part["ceiling"] = {"flops_per_token": per_token, "tokens_per_s": rate / per_token}
         tokens += part["work_tokens"]
-        seconds_at_ceiling += part["work_tokens"] / part["ceiling"]["tokens_per_s"]
     result = {"batch_sizes": sizes}
     result["agreement"] = checks[workload.task] if not suite else {tool: _all_agree({task: check[tool] for task, check in checks.items()}) for tool in runs}
     if suite:
         result["agreement_by_task"] = checks
-    ceiling = tokens / seconds_at_ceiling
     result["work_tokens"] = tokens
-    result["ceiling"] = {"flops_per_token": rate / ceiling, "tokens_per_s": ceiling}
     result["batching"] = {tool: results[0].get("batching", {}) for tool, results in runs.items() if results[0].get("batching")}
-    result["tools"] = {tool: _summary(results, tokens, ceiling) for tool, results in runs.items()}
+    result["tools"] = {tool: _summary(results, tokens, rate) for tool, results in runs.items()}
     result["ratios"], result["targets"] = {}, {}
     equita = result["tools"]["equita"]
     for tool in tools:
@@ -562,7 +554,7 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
 
         plan = batch_plan(options.batch_size, tools, suite)
         if plan.pop("_sweep", False):
-            described["sweep"] = sweep(tools, described["requests"], spec_for, folder / "runs", log)
+            described["sweep"] = sweep(tools, described["requests"], spec_for, folder / "runs", log, options.repeats)
             # The naive loop has no batch (one prompt at a time): 1.
             plan = {"best": {tool: described["sweep"][tool]["chosen"] if tool in described["sweep"] else 1 for tool in tools}, "equal": dict.fromkeys(tools, EQUAL_BATCH)}
             plan["equal"].pop("naive", None)  # the naive loop has no batch: timed once, in the first series
@@ -571,7 +563,7 @@ def bench(options: BenchOptions, log: Callable[[str], None] = print) -> dict:
             described["series"][series] = _time_series(name, workload, series, sizes, options, spec_for, folder, parts, prompts, suite, model, rate, log)
         # The first series is the headline (each tool at its own best fixed batch, when swept).
         first = next(iter(described["series"].values()))
-        described.update({key: first[key] for key in ("agreement", "batching", "tools", "ratios", "targets", "work_tokens", "ceiling")})
+        described.update({key: first[key] for key in ("agreement", "batching", "tools", "ratios", "targets", "work_tokens")})
         if suite:
             described["agreement_by_task"] = first["agreement_by_task"]
         report["workloads"][name] = described
@@ -686,9 +678,12 @@ def _series_table(workload: dict) -> list[str]:
                     f"equita off by {recheck['equita_max_error']:.1e}, {tool} by {recheck['peer_max_error']:.1e}"
                 )
             same = f"yes ({'; '.join(found)})"
+        computed = "—" if summary.get("matrix_gflop") is None else f"{summary['matrix_gflop']:,.0f}"
+        share = "—" if summary.get("ceiling_share") is None else f"{100 * summary['ceiling_share']:.0f}%"
         table.append([tool, f"{summary['median_run_s']:.1f}", f"{summary['median_wall_s']:.1f}", f"{summary['tokens_per_s']:.0f}",
-                      f"{100 * summary['ceiling_share']:.0f}%", f"{summary['peak_rss_mib']:.0f}", speed, same])  # fmt: skip
-    lines = [tabulate(table, headers=["tool", "run s", "wall s", "tokens/s", "of ceiling", "peak MiB", "equita speed-up", "same work"], tablefmt="github")]
+                      computed, share, f"{summary['peak_rss_mib']:.0f}", speed, same])  # fmt: skip
+    headers = ["tool", "run s", "wall s", "tokens/s", "GFLOP computed", "of ceiling", "peak MiB", "equita speed-up", "same work"]
+    lines = [tabulate(table, headers=headers, tablefmt="github")]
     lines += ["", *batching_lines(workload.get("batching", {}))]
     targets = workload.get("targets", {})
     if targets:
@@ -718,14 +713,17 @@ def markdown(report: dict) -> str:
         lines += [
             f"## {name} ({workload['task']}, {workload['kind']}, {limit} requests)",
             "",
-            f"{workload['work_tokens']:,} tokens of work; ceiling {workload['ceiling']['tokens_per_s']:.0f} tokens/s "
-            f"({workload['ceiling']['flops_per_token'] / 1e6:.0f} MFLOP per token).",
+            f"{workload['work_tokens']:,} tokens of work (prompt and answer tokens as the requests name them: tokens/s). "
+            f"GFLOP computed: the linear layers' multiply-adds each tool ran, padding included, work it avoided not; "
+            f"of ceiling: those per second against the measured {machine['matmul_gflops']:.0f} GFLOP/s.",
             "",
         ]
         if workload.get("sweep"):
             swept = "; ".join(f"{tool}: " + ", ".join(f"{size}: {ms:.1f}" for size, ms in found["ms_per_request"].items()) + f" -> {found['chosen']}"
                               for tool, found in workload["sweep"].items())  # fmt: skip
-            lines += [f"Batch-size sweep (ms per request on the first {next(iter(workload['sweep'].values()))['requests']} requests, one run each): {swept}.", ""]
+            runs = len(next(iter(next(iter(workload["sweep"].values())).get("trials", {1: [0]}).values())))
+            each = "one run each" if runs == 1 else f"fastest of {runs} runs each"
+            lines += [f"Batch-size sweep (ms per request on the first {next(iter(workload['sweep'].values()))['requests']} requests, {each}): {swept}.", ""]
         for series, result in workload.get("series", {"given": workload}).items():
             sizes = result.get("batch_sizes", {})
             lines += [f"### {SERIES_TITLES.get(series, series)}: " + ", ".join(f"{tool} {size}" for tool, size in sizes.items()), ""]

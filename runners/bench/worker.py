@@ -17,9 +17,12 @@ needs. SPEC is a JSON file the parent wrote:
     device, dtype, add_bos_token, max_length (of the longest request, for lm-eval's auto probe)
     datasets, source_dir, limit   where a suite's `equita run` finds its datasets, and its --limit
 
-OUT receives {"answers", "prompts", "setup_s", "run_s", ...}: for generation an answer is the
-text, for scoring the list of log-probabilities of the request's continuations; for a suite,
-both are dicts keyed by task.
+OUT receives {"answers", "prompts", "setup_s", "run_s", "matrix_flops", ...}: for generation an
+answer is the text, for scoring the list of log-probabilities of the request's continuations; for
+a suite, both are dicts keyed by task. `matrix_flops` is the multiply-add work of every linear
+layer the tool ran during the timed run (2 x rows x inputs x outputs, padding included), counted
+by a hook: the work each tool chose to compute, which the bench sets against the machine's
+matmul rate.
 """
 
 from __future__ import annotations
@@ -32,6 +35,31 @@ from pathlib import Path
 
 def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class MatrixFlops:
+    """Counts 2 x rows x in x out for every `torch.nn.Linear` call while active (a global forward
+    hook: it sees every model a tool loads, in whatever code path). Attention's own products
+    are not counted: on these workloads' short contexts they are a few percent."""
+
+    def __init__(self):
+        self.flops = 0
+        self._handle = None
+
+    def _hook(self, module, inputs, output):
+        import torch
+
+        if isinstance(module, torch.nn.Linear) and inputs:
+            self.flops += 2 * inputs[0].numel() * module.out_features
+
+    def __enter__(self):
+        import torch
+
+        self._handle = torch.nn.modules.module.register_module_forward_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.remove()
 
 
 def run_equita(spec: dict) -> dict:
@@ -50,11 +78,13 @@ def run_equita(spec: dict) -> dict:
     requests = [task.request(row) for row in rows]
     answers: list = [None] * len(requests)
     batching: dict = {}
-    for indices, responses in model.answer(requests, spec["batch_size"], stats=batching):
-        for index, response in zip(indices, responses):
-            answers[index] = response["text"] if isinstance(requests[index], Generate) else response["logprobs"]
+    with MatrixFlops() as counted:
+        for indices, responses in model.answer(requests, spec["batch_size"], stats=batching):
+            for index, response in zip(indices, responses):
+                answers[index] = response["text"] if isinstance(requests[index], Generate) else response["logprobs"]
     elapsed = time.perf_counter() - started
-    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": [model.render(r) for r in requests], "batching": batching}
+    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": [model.render(r) for r in requests], "batching": batching,
+            "matrix_flops": counted.flops}  # fmt: skip
 
 
 def run_equita_suite(spec: dict) -> dict:
@@ -70,7 +100,8 @@ def run_equita_suite(spec: dict) -> dict:
     options = RunOptions(model=spec["model"], out=out, tasks=spec["task"], datasets=spec["datasets"],
                          source_dir=Path(spec["source_dir"]) if spec["source_dir"] else None, limit=spec["limit"],
                          batch_size=spec["batch_size"], device=spec["device"], dtype=spec["dtype"])  # fmt: skip
-    results = run(options, log=lambda message: print(message, flush=True))
+    with MatrixFlops() as counted:
+        results = run(options, log=lambda message: print(message, flush=True))
     elapsed = time.perf_counter() - started
     load = results["timings"]["model_load_s"]
     answers: dict = {task: [] for task in spec["parts"]}
@@ -81,7 +112,7 @@ def run_equita_suite(spec: dict) -> dict:
         prompts[sample["task"]].append(sample["prompt"])
     batching = {task: results["tasks"][task]["timings"] for task in spec["parts"]}
     # The model load is setup, as for lm-eval (whose model is built before simple_evaluate).
-    return {"answers": answers, "prompts": prompts, "setup_s": load, "run_s": elapsed - load, "batching": batching}
+    return {"answers": answers, "prompts": prompts, "setup_s": load, "run_s": elapsed - load, "batching": batching, "matrix_flops": counted.flops}
 
 
 def run_lm_eval(spec: dict) -> dict:
@@ -116,7 +147,8 @@ def run_lm_eval(spec: dict) -> dict:
 
     started = time.perf_counter()
     names = {part["lm_eval_task"]: task for task, part in spec["parts"].items()}
-    output = simple_evaluate(model=model, tasks=list(names), task_manager=manager, log_samples=True, limit=spec.get("requests"))
+    with MatrixFlops() as counted:
+        output = simple_evaluate(model=model, tasks=list(names), task_manager=manager, log_samples=True, limit=spec.get("requests"))
     elapsed = time.perf_counter() - started
     answers: dict = {}
     prompts: dict = {}
@@ -129,7 +161,7 @@ def run_lm_eval(spec: dict) -> dict:
         (task,) = names.values()
         answers, prompts = answers[task], prompts[task]
     batching = {"batch_size": spec["batch_size"], **({"detected_batch_sizes": detected} if detected else {})}
-    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": prompts, "batching": batching}
+    return {"answers": answers, "setup_s": setup, "run_s": elapsed, "prompts": prompts, "batching": batching, "matrix_flops": counted.flops}
 
 
 def run_naive(spec: dict) -> dict:
@@ -146,7 +178,7 @@ def run_naive(spec: dict) -> dict:
 
     started = time.perf_counter()
     answers = []
-    with torch.inference_mode():
+    with torch.inference_mode(), MatrixFlops() as counted:
         for prompt in prompts:
             inputs = tokenizer(prompt["prompt"], return_tensors="pt", add_special_tokens=prompt["add_special_tokens"]).to(spec["device"])
             stop = prompt["stop"] or None
@@ -161,7 +193,7 @@ def run_naive(spec: dict) -> dict:
             text = tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
             cut = min((text.find(s) for s in prompt["stop"] if s in text), default=len(text))
             answers.append(text[:cut])
-    return {"answers": answers, "setup_s": setup, "run_s": time.perf_counter() - started, "prompts": [p["prompt"] for p in prompts]}
+    return {"answers": answers, "setup_s": setup, "run_s": time.perf_counter() - started, "prompts": [p["prompt"] for p in prompts], "matrix_flops": counted.flops}
 
 
 TOOLS = {"equita": run_equita, "lm-eval": run_lm_eval, "naive": run_naive}
