@@ -328,14 +328,3 @@ def test_tree_prefill_gives_the_answers_of_left_padding_and_of_one_prompt_at_a_t
     assert _answers(smollm2, requests, 6, padded) == with_trees and padded["prefill_tokens"] == beyond_prefix
     monkeypatch.setattr(smollm2, "_splicable", False)  # transformers' own generate, one prompt at a time
     assert _answers(smollm2, requests, 1) == with_trees
-
-
-def test_a_model_that_ignores_the_tree_mask_is_prefilled_with_left_padding(smollm2, monkeypatch):
-    from equita.runners.backends import hf
-
-    monkeypatch.setattr(hf, "TREE_TOLERANCE", -1.0)  # any difference counts as "mask ignored"
-    requests = [Generate(user=p, system="Sei un assistente utile.", max_new_tokens=4) for p in ITAP_LIKE[:2] + ITAP_LIKE[3:5]]  # two words, two instructions each
-    with pytest.warns(UserWarning, match="does not honour custom attention masks"):
-        checked = _answers(smollm2, requests, 4)
-    monkeypatch.setattr(smollm2, "_tree_ok", False)
-    assert checked == _answers(smollm2, requests, 4)
