@@ -194,6 +194,30 @@ def test_prompts_that_share_too_little_are_prefilled_with_left_padding():
     assert answers == {0: "5 4 3 2 1", 1: "2 1"} and model.tree_passes == [] and stats.prefill_tokens == 6
 
 
+class MaskIgnoringModel(CountdownModel):
+    """A tree prefill whose logits differ from left padding, as a model that ignores custom
+    attention masks reads other prompts' tokens: here it answers `token - 2`."""
+
+    def forward_trees(self, packed, cache):
+        logits, cache = super().forward_trees(packed, cache)
+        return logits.roll(-1, dims=-1), cache
+
+
+def test_a_model_that_ignores_the_tree_mask_is_prefilled_with_left_padding():
+    # The first tree pass (A, B, C as above) is checked against left padding and differs: a
+    # warning, the padded pass's answers, and no tree pass again (D and E are padded too).
+    jobs = [(0, [9, 4, 6], 32, ()), (1, [9, 4, 2], 32, ()), (2, [9, 5, 2], 32, ()), (3, [8, 7, 2, 3], 32, ()), (4, [8, 7, 2, 4], 32, ())]
+    model = MaskIgnoringModel([ids for _, ids, _, _ in jobs])
+    batch = ContinuousBatch(model.forward, decode, [EOS], torch.device("cpu"), size=BatchSize(3), forward_trees=model.forward_trees, row_tokens=8)
+    answers = {}
+    with pytest.warns(UserWarning, match="does not honour custom attention masks"):
+        for ended in batch.run(jobs, lambda error: False):
+            answers.update(ended)
+    assert answers == {0: "5 4 3 2 1", 1: "1", 2: "1", 3: "2 1", 4: "3 2 1"}
+    assert model.tree_passes == [(1, 6)] and batch.forward_trees is None
+    assert batch.stats.prefill_tokens == 9 + 8  # counted as the padded passes that were kept
+
+
 def test_out_of_memory_requeues_the_rows_and_halves_the_batch():
     jobs = [(i, [9, 3 + i], 32, ()) for i in range(5)]
     model = CountdownModel([ids for _, ids, _, _ in jobs])

@@ -276,8 +276,7 @@ class ContinuousBatch:
         rows = torch.tensor(keep, device=self.mask.device)
         mask = self.mask[rows]
         start = self.prefix_len
-        read = mask[:, start:].any(0).nonzero()
-        dead = int(read[0]) if len(read) else 0
+        dead = self._unread_columns(mask)
         columns = torch.cat([torch.arange(start, device=mask.device), torch.arange(start + dead, mask.shape[1], device=mask.device)])
         layers = self._layers()
         for number, layer in enumerate(layers):
@@ -479,12 +478,14 @@ class ContinuousBatch:
             self._keep(running)
             self.rows = [self.rows[slot] for slot in running]
 
+    def _unread_columns(self, mask: torch.Tensor) -> int:
+        """How many leading body columns (after the shared prefix) no row of `mask` reads."""
+        read = mask[:, self.prefix_len :].any(0).nonzero()
+        return int(read[0]) if len(read) else 0
+
     def _dead_columns(self) -> bool:
         """Whether enough leading body columns are read by no row to be worth a copy of the cache."""
-        body = self.mask[:, self.prefix_len :]
-        read = body.any(0).nonzero()
-        dead = int(read[0]) if len(read) else body.shape[1]
-        return dead > max(DEAD_COLUMNS, body.shape[1] // 4)
+        return self._unread_columns(self.mask) > max(DEAD_COLUMNS, (self.mask.shape[1] - self.prefix_len) // 4)
 
     @staticmethod
     def _bytes_per_row_token_of(cache) -> int:
