@@ -187,6 +187,23 @@ def test_markdown_says_how_each_tool_sized_its_batches():
     assert suite == ["- equita batches: jobs: batch 32; itap-at: batch 64, slot utilisation 100.0%"]
 
 
+TARGET_TEXTS = [
+    # (tool, target, text)
+    ("lm-eval", {"speedup": 3.0, "met": True}, "lm-eval: met (target 3.0x)"),
+    ("lm-eval", {"speedup": 3.0, "met": False}, "lm-eval: NOT met (target 3.0x)"),
+    ("memory", {"at_most": "lm-eval", "met": True}, "memory: met (peak at most lm-eval's)"),
+    ("memory", {"at_most": "lm-eval", "met": False}, "memory: NOT met (peak at most lm-eval's)"),
+    # At their own best sizes the tools hold different numbers of rows: memory is not judged there.
+    ("memory", {"at_most": "lm-eval", "met": None, "batch_sizes": {"equita": 64, "lm-eval": 32}},
+     "memory: not judged at different batch sizes (equita 64, lm-eval 32 rows; see the equal-batch series)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tool, target, text", TARGET_TEXTS)
+def test_each_target_reads_as_met_not_met_or_not_judged(tool, target, text):
+    assert bench._target_text(tool, target) == text
+
+
 BATCH_PLANS = [
     # (--batch-size, tools, suite, plan)
     ("sweep", ["equita", "lm-eval", "naive"], False, {"_sweep": True}),
@@ -215,17 +232,21 @@ def test_the_sweep_keeps_each_tools_fastest_fixed_size(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench, "run_worker", run_worker)
     spec_for = lambda tool, repetition, size, series, requests=None: {"tool": tool, "repetition": repetition, "batch_size": size, "series": series, "requests": requests}  # noqa: E731
-    found = bench.sweep(["equita", "lm-eval", "naive"], 1026, spec_for, tmp_path, log=lambda message: None, repeats=2)
+    found = bench.sweep(["equita", "lm-eval", "naive"], 1026, "generate", spec_for, tmp_path, log=lambda message: None, repeats=2)
     assert {tool: record["chosen"] for tool, record in found.items()} == {"equita": 64, "lm-eval": 16}  # the naive loop has no batch
     assert found["equita"]["ms_per_request"] == {8: 100.0, 16: 75.0, 32: 50.0, 64: 40.0}  # 1000 * s / 64 requests, the faster run
     assert found["equita"]["trials"][8] == [100.0, 256.25]
-    assert all(requests == bench.SWEEP_REQUESTS and series == "sweep" for _, _, requests, series in asked) and len(asked) == 16
+    assert all(requests == 64 and series == "sweep" for _, _, requests, series in asked) and len(asked) == 16
     # Sizes take turns, so that a slow spell of the machine does not fall on one size's runs alone.
     assert [size for tool, size, _, _ in asked if tool == "equita"] == [8, 16, 32, 64, 8, 16, 32, 64]
     # A workload smaller than a size is not swept at it.
     asked.clear()
-    bench.sweep(["equita"], 20, spec_for, tmp_path, log=lambda message: None)
+    bench.sweep(["equita"], 20, "generate", spec_for, tmp_path, log=lambda message: None)
     assert [size for _, size, _, _ in asked] == [8, 16] and {requests for _, _, requests, _ in asked} == {20}
+    # Scoring requests are cheap: a sweep runs on more of them, so that noise does not choose the size.
+    asked.clear()
+    bench.sweep(["equita"], 1026, "loglikelihood", spec_for, tmp_path, log=lambda message: None)
+    assert {requests for _, _, requests, _ in asked} == {256} and [size for _, size, _, _ in asked] == [8, 16, 32, 64]
 
 
 def test_markdown_shows_the_sweep_and_each_series():
