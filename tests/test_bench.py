@@ -11,6 +11,7 @@ import subprocess
 from importlib import metadata
 
 import pytest
+import torch
 
 from conftest import EQUITA
 
@@ -164,7 +165,7 @@ def test_markdown_reports_the_ratio_only_on_the_same_work():
     assert "| lm-eval |" in same and "3.40x" in same and "yes (max diff 4.0e-05)" in same
     row = next(line for line in same.splitlines() if line.startswith("| lm-eval "))
     assert [cell.strip() for cell in row.strip("|").split("|")][4:6] == ["375", "25%"]  # GFLOP computed, of ceiling
-    assert "against the measured 150 GFLOP/s" in same
+    assert "against the measured 150 GFLOP/s" in same and "float32 matmul on cpu 150 GFLOP/s" in same
     assert "all 1026 requests" in same and "Targets: lm-eval: met (target 3.0x), memory: met (peak at most lm-eval's)." in same
     withheld = bench.markdown(
         _report({"same_work": False, "why": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"}, {"speedup": None, "memory_ratio": 0.9, "withheld": "log-probabilities differ by up to 3.00e-03 (> 0.0001)"})
@@ -185,6 +186,41 @@ def test_markdown_says_how_each_tool_sized_its_batches():
     # A suite's equita record is per task.
     suite = bench.batching_lines({"equita": {"jobs": {"batch_size": 32}, "itap-at": {"batch_size": 64, "slot_utilisation": 1.0}}})
     assert suite == ["- equita batches: jobs: batch 32; itap-at: batch 64, slot utilisation 100.0%"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_ceiling_is_measured_in_the_benchs_dtype(dtype, monkeypatch):
+    seen = []
+    real = torch.matmul
+
+    def matmul(a, b):
+        seen.append((a.dtype, a.device.type, a.shape))
+        return real(a, b)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", matmul)
+    rate = bench.matmul_rate("cpu", dtype, size=32, repeats=2)
+    assert rate > 0 and seen == [(getattr(torch, dtype), "cpu", (32, 32))] * 5  # 3 to warm up, 2 timed
+
+
+RUNS = [{"run_s": 10.0, "wall_s": 12.0, "setup_s": 2.0, "peak_rss_mib": 900.0, "matrix_flops": 3e12},
+        {"run_s": 14.0, "wall_s": 16.0, "setup_s": 2.0, "peak_rss_mib": 950.0, "matrix_flops": 3e12}]  # fmt: skip
+
+
+@pytest.mark.parametrize("gpu_peaks, expected", [(None, None), ([700.0, 650.0], 700.0)])
+def test_a_tools_summary_of_its_runs(gpu_peaks, expected):
+    runs = [dict(run, **({"peak_gpu_mib": peak} if gpu_peaks else {})) for run, peak in zip(RUNS, gpu_peaks or [None, None])]
+    summary = bench._summary(runs, tokens=2400, rate=1e12)
+    # Medians of 10 and 14 s; 2,400 tokens in 12 s; 3,000 GFLOP in 12 s against 1,000 GFLOP/s.
+    assert (summary["median_run_s"], summary["tokens_per_s"], summary["matrix_gflop"]) == (12.0, 200.0, 3000.0)
+    assert summary["ceiling_share"] == pytest.approx(0.25) and summary["peak_rss_mib"] == 950.0
+    assert summary["peak_gpu_mib"] == expected  # a GPU's own peak, where the runs were on one
+
+
+def test_a_gpu_peak_is_printed_beside_the_hosts():
+    report = _report({"same_work": True, "max_logprob_diff": 4e-5}, {"speedup": 3.4, "memory_ratio": 0.9})
+    report["workloads"]["jobs"]["tools"]["equita"] = {**report["workloads"]["jobs"]["tools"]["equita"], "peak_gpu_mib": 1234.4}
+    row = next(line for line in bench.markdown(report).splitlines() if line.startswith("| equita "))
+    assert "| 900 (GPU 1234) |" in row
 
 
 TARGET_TEXTS = [

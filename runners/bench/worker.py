@@ -17,7 +17,7 @@ needs. SPEC is a JSON file the parent wrote:
     device, dtype, add_bos_token, max_length (of the longest request, for lm-eval's auto probe)
     datasets, source_dir, limit   where a suite's `equita run` finds its datasets, and its --limit
 
-OUT receives {"answers", "prompts", "setup_s", "run_s", "matrix_flops", ...}: for generation an
+OUT receives {"answers", "prompts", "setup_s", "run_s", "matrix_flops", ...} (and "peak_gpu_mib" on a GPU): for generation an
 answer is the text, for scoring the list of log-probabilities of the request's continuations; for
 a suite, both are dicts keyed by task. `matrix_flops` is the multiply-add work of every linear
 layer the tool ran during the timed run (2 x rows x inputs x outputs, padding included), counted
@@ -204,6 +204,11 @@ def main(argv: list[str]) -> int:
     spec = json.loads(spec_path.read_text())
     tool = run_equita_suite if spec["tool"] == "equita" and spec["kind"] == "suite" else TOOLS[spec["tool"]]
     result = tool(spec)
+    if spec["device"].startswith("cuda"):
+        import torch
+
+        # On a GPU the memory that bounds the batch is the device's; the kernel's count is the host's.
+        result["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
     temporary = out_path.with_suffix(".tmp")
     temporary.write_text(json.dumps(result, ensure_ascii=False))
     temporary.replace(out_path)
