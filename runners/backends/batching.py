@@ -39,11 +39,18 @@ MAX_ROWS = 512
 # on a shared 2-core machine stopped ItaP-AT at 32 rows (4.16 against 3.86 ms per row at 64, 7%)
 # where 128 rows cost 3.02 in another run: 5% lets a real gain through.
 GAIN = 0.05
-# Share of the free memory the growing key/value cache may take (it is copied when rows change,
-# so twice its size is briefly held).
+# Share of the free memory the key/value cache may take at its peak: each row's longest prompt and
+# answer plus the buffer's spare room, held twice while the cache is copied (rows join or leave).
+# Counted so, ItaP-AT stops at 256 rows here (3.6 GB, 2.2 ms a row-step) where it reached 512
+# (6 GB, 2.15 ms) and, before MAX_ROWS bound it, 1,024 (9.5 GB).
 MEMORY_SHARE = 0.25
 # Prompt tokens (rows x padded width) one prefill pass may take; more rows wait for the next pass.
 PREFILL_TOKENS = 8192
+# Rows that ended leave free slots, refilled by waiting requests. Where none can refill them (the
+# last requests, or a batch above the size auto settled on), a step computes them, masked, until
+# they are this share of the rows: cutting them out copies the whole cache, which at 512 rows of
+# ItaP-AT cost as much as three steps, and was done at almost every step.
+FREE_SLOTS = 0.25
 # Leading cache columns no row reads any more are cut out once there are more than this (and a
 # quarter of the columns): each cut copies the cache.
 DEAD_COLUMNS = 32
@@ -81,7 +88,10 @@ class BatchSize:
     _timings: list[float] = field(default_factory=list)
 
     def __post_init__(self):
-        self.ceiling = max(1, self.ceiling)
+        # MAX_ROWS bounds auto whatever the caller's ceiling (the requests there are): at 1,024
+        # rows of ItaP-AT a step was no cheaper per row than at 512, and the trial alone took the
+        # process to 9.5 GB.
+        self.ceiling = max(1, min(self.ceiling, MAX_ROWS))
         if self.requested == "auto":
             self.current = min(START, self.ceiling)
         else:
@@ -421,7 +431,7 @@ class ContinuousBatch:
                 keep.append(number)
         if self.bytes_free is not None and self.size.auto:
             longest = max(len(ids) + budget for _, ids, budget, _ in jobs)
-            per_row = self._bytes_per_row_token_of(cache) * longest
+            per_row = 2 * self._bytes_per_row_token_of(cache) * (longest + self.room)
             self.size.limit(int(MEMORY_SHARE * self.bytes_free / max(1, per_row)))
             self.bytes_free = None  # measured once, on the first prefill
         if keep:
@@ -431,7 +441,7 @@ class ContinuousBatch:
                     layer.keys, layer.values = layer.keys[index], layer.values[index]
                 mask, first = mask[keep], first[index]
             if not self._fill(cache, mask.to(self.device), first, rows):
-                self._compact()
+                self._compact(every_free_slot=True)  # the join copies the cache anyway
                 self._join(cache, mask.to(self.device), first)
                 self.rows += rows
         return ended
@@ -471,10 +481,13 @@ class ContinuousBatch:
             self.rows[slot] = row
         return True
 
-    def _compact(self) -> None:
-        """Cut free slots out of the batch, and the leading columns no running row reads."""
+    def _compact(self, every_free_slot: bool = False) -> None:
+        """Cut free slots out of the batch, and the leading columns no running row reads, once they
+        are worth a copy of the cache (FREE_SLOTS, DEAD_COLUMNS) or `every_free_slot`."""
         running = [slot for slot, row in enumerate(self.rows) if row is not None]
-        if self.cache is not None and (len(running) < len(self.rows) or self._dead_columns()):
+        free = len(self.rows) - len(running)
+        worth = free > 0 if every_free_slot else free > FREE_SLOTS * len(self.rows)
+        if self.cache is not None and (worth or self._dead_columns()):
             self._keep(running)
             self.rows = [self.rows[slot] for slot in running]
 
@@ -503,10 +516,11 @@ class ContinuousBatch:
         return len(row.tokens) >= row.budget
 
     def _step(self, waiting: int) -> list[Row]:
-        """One decoding step over every running row. A row that ended leaves its slot free for a
-        waiting request; with none waiting, it leaves the batch. `waiting`: requests queued, not yet started."""
-        self._compact()  # a step never computes a free slot
-        rows = len(self.rows)
+        """One decoding step over every row of the batch. A row that ended leaves its slot free for a
+        waiting request; free slots no request takes are cut out once there are enough (FREE_SLOTS).
+        `waiting`: requests queued, not yet started."""
+        self._compact()  # free slots beyond FREE_SLOTS are cut out; the others are computed, masked
+        rows, running = len(self.rows), self._running()
         self.mask = torch.cat([self.mask, self.mask.new_ones((rows, 1))], dim=1)
         positions = self.mask.sum(-1, keepdim=True) - 1
         started = time.perf_counter()
@@ -516,11 +530,13 @@ class ContinuousBatch:
         self.size.record(rows, time.perf_counter() - started)
         self.stats.decoding_s += time.perf_counter() - started
         self.stats.decoding_steps += 1
-        self.stats.row_steps += rows
-        self.stats.slot_steps += max(rows, min(self.size.current, rows + waiting))
+        self.stats.row_steps += running
+        self.stats.slot_steps += max(rows, min(self.size.current, running + waiting))
         self.last = tokens
         ended = []
         for slot, (row, token) in enumerate(zip(self.rows, tokens_list)):
+            if row is None:
+                continue  # a free slot: its token is not read
             if self._extend(row, token):
                 ended.append(row)
                 self.rows[slot] = None
