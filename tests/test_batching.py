@@ -145,6 +145,23 @@ def test_free_slots_nothing_can_refill_are_computed_until_a_quarter_of_the_rows_
     assert (stats.row_steps, stats.slot_steps) == (10, 11)
 
 
+@pytest.mark.parametrize("bytes_free, ceiling", [(21_120, 5), (21_119, 4), (10**9, batching.MAX_ROWS)])
+def test_auto_holds_as_many_rows_as_a_quarter_of_free_memory_holds_with_spare_room_and_copy(bytes_free, ceiling):
+    # The countdown cache: one layer, a float32 key and value per token: 8 bytes per row and token.
+    # Prompts of 2 tokens and budgets of 32: 34 tokens, plus 32 columns of spare room, held twice
+    # while the cache is copied: 2 x 8 x 66 = 1,056 bytes a row; a quarter of 21,120 holds 5 rows.
+    # Memory is measured on the first prefill (16 rows, the start); later prefills fill up to the
+    # ceiling only. With memory to spare, MAX_ROWS bounds it.
+    jobs = [(i, [9, 2 + i % 5], 32, ()) for i in range(20)]
+    model = CountdownModel([ids for _, ids, _, _ in jobs])
+    size = BatchSize("auto")
+    batch = ContinuousBatch(model.forward, decode, [EOS], torch.device("cpu"), size=size, bytes_free=bytes_free)
+    answers = dict(pair for ended in batch.run(jobs, lambda error: False) for pair in ended)
+    assert answers == {i: " ".join(str(t) for t in range(1 + i % 5, 0, -1)) for i in range(20)}
+    assert size.ceiling == ceiling
+    assert all(rows <= ceiling for rows, width in model.passes[1:] if width > 1)
+
+
 def test_a_wave_of_new_rows_is_prefilled_in_passes_of_bounded_size(monkeypatch):
     monkeypatch.setattr(batching, "PREFILL_TOKENS", 4)  # two prompts of 2 tokens per pass
     jobs = [(i, [9, 3 + i], 32, ()) for i in range(5)]
