@@ -487,20 +487,13 @@ class ContinuousBatch:
 
     def _compact(self, every_free_slot: bool = False) -> None:
         """Cut free slots out of the batch, and the leading columns no running row reads, once they
-        are worth a copy of the cache (FREE_SLOTS, DEAD_COLUMNS), or `every_free_slot`, or when the
-        cache has no spare column left: the copy then makes room for the next `room` steps, where
-        the cache layer's own growth would double its buffer (at 256 rows of ItaP-AT, +1 GB held
-        until the next cut)."""
+        are worth a copy of the cache (FREE_SLOTS, DEAD_COLUMNS) or `every_free_slot`."""
         running = [slot for slot, row in enumerate(self.rows) if row is not None]
         free = len(self.rows) - len(running)
         worth = free > 0 if every_free_slot else free > FREE_SLOTS * len(self.rows)
-        if self.cache is not None and (worth or self._dead_columns() or self._cache_full()):
+        if self.cache is not None and (worth or self._dead_columns()):
             self._keep(running)
             self.rows = [self.rows[slot] for slot in running]
-
-    def _cache_full(self) -> bool:
-        layer = self._layers()[0]
-        return hasattr(layer, "_keys") and layer.keys.shape[2] >= layer._keys.shape[2]
 
     def _unread_columns(self, mask: torch.Tensor) -> int:
         """How many leading body columns (after the shared prefix) no row of `mask` reads."""
