@@ -12,6 +12,7 @@ import torch
 
 from equita.runners.backends import batching
 from equita.runners.backends.batching import BatchSize, ContinuousBatch
+from equita.runners.backends.token_tree import common_start
 from equita.runners.requests import Generate
 
 EOS = 0
@@ -41,9 +42,7 @@ class CountdownModel:
     def is_free_slot(self, read: list[int]) -> bool:
         """A slot whose row ended, computed (masked) until it is refilled or cut out: it reads at
         most the start all prompts share, then only the tokens fed to it since, a countdown."""
-        shared = len(self.prompts[0])
-        for prompt in self.prompts[1:]:
-            shared = min(shared, next((i for i, (a, b) in enumerate(zip(prompt, self.prompts[0])) if a != b), min(len(prompt), shared)))
+        shared = min(common_start(prompt, self.prompts[0]) for prompt in self.prompts)
         for start in range(min(shared, len(read) - 1) + 1):
             fed = read[start:]
             if read[:start] == self.prompts[0][:start] and all(b == max(a - 1, 0) for a, b in zip(fed, fed[1:])):
